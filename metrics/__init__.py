@@ -1,0 +1,1 @@
+"""SafeRLEval evaluation engine: safety metrics, IQM with stratified-bootstrap CIs, tiers and cost CDFs from episode tables."""
