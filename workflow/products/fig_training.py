@@ -1,0 +1,122 @@
+"""Training-time figures: Figure A.2 (multiplier trajectories) and Figures A.3 onwards
+(per task: return and cost training curves).
+
+Curves are smoothed per seed with a trailing moving average (window 5 by default, config
+`products.smoothing_window`), then shown as the mean over seeds with +- 1 sample std shaded.
+The x axis is environment steps when the input has an `env_steps` column, else the iterate.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
+
+from .style import algo_label, algo_style, apply_rc, format_bound, ordered_algos, ordered_tasks, task_label
+
+BOUND_COLOR = "#CC0000"
+
+
+def _require(df, columns, what):
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what}: missing column(s) {missing}; has {list(df.columns)}")
+
+
+def seed_band(df: pd.DataFrame, value: str, x: str, window: int) -> pd.DataFrame:
+    """Per x: mean and sample std over seeds of the per-seed trailing moving average of `value`.
+
+    Rows need columns seed, x and value (one group of one task/bound/algo). A single seed
+    has std 0 (no band), not NaN.
+    """
+    if window < 1:
+        raise ValueError(f"smoothing window must be >= 1, got {window}")
+    df = df.sort_values(["seed", x])
+    smooth = df.groupby("seed", sort=False)[value].transform(lambda s: s.rolling(window, min_periods=1).mean())
+    stats = pd.DataFrame({x: df[x].to_numpy(), "v": smooth.to_numpy()}).groupby(x)["v"].agg(["mean", "std", "count"])
+    stats["std"] = stats["std"].fillna(0.0)
+    return stats.reset_index()
+
+
+def _x_column(df):
+    return ("env_steps", "environment steps") if "env_steps" in df.columns else ("iteration", "logged iterate j")
+
+
+def _plot_band(ax, stats, x, algo, algos):
+    style = algo_style(algo, algos)
+    ax.plot(stats[x], stats["mean"], color=style.color, linestyle=style.linestyle, label=algo_label(algo))
+    ax.fill_between(stats[x], stats["mean"] - stats["std"], stats["mean"] + stats["std"],
+                    color=style.color, alpha=0.18, linewidth=0)
+
+
+def figure_training_curves(per_iterate: pd.DataFrame, *, task: str, window: int = 5):
+    """Rows: mean episode return R and mean episode cost C per iterate (training phase);
+    columns: bounds; one curve per algorithm; the bound drawn on the cost panels."""
+    _require(per_iterate, ["task", "bound", "algo", "seed", "R", "C"], f"per-iterate metrics of {task}")
+    df = per_iterate[per_iterate["task"] == task]
+    if "phase" in df.columns:
+        df = df[df["phase"] == "train"]
+    if df.empty:
+        raise ValueError(f"training curves: no training iterates for task {task!r}")
+    x, x_label = _x_column(df)
+    apply_rc()
+    bounds = sorted(df["bound"].unique())
+    algos = ordered_algos(df["algo"].unique())
+    fig, axes = plt.subplots(2, len(bounds), figsize=(3.2 * len(bounds) + 1.0, 5.0), squeeze=False, sharex=True)
+    for col, bound in enumerate(bounds):
+        for algo in algos:
+            group = df[(df["bound"] == bound) & (df["algo"] == algo)]
+            if group.empty:
+                continue
+            for row, metric in enumerate(["R", "C"]):
+                _plot_band(axes[row][col], seed_band(group, metric, x, window), x, algo, algos)
+        axes[1][col].axhline(bound, color=BOUND_COLOR, linestyle="--", linewidth=1.0, label="bound d")
+        axes[0][col].set_title(f"d = {format_bound(bound)}")
+        axes[1][col].set_xlabel(x_label)
+    axes[0][0].set_ylabel("episode return R")
+    axes[1][0].set_ylabel("episode cost C (sum of step costs)")
+    handles, labels = axes[1][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", frameon=False)
+    fig.suptitle(f"{task_label(task)}: training curves (moving average over {window} iterates, "
+                 f"mean \u00b1 1 std over seeds)")
+    return fig
+
+
+def figure_multipliers(traces: pd.DataFrame, *, yscale: str = "symlog"):
+    """Multiplier trajectories (PPO-Lag's lambda, P3O's kappa, FOCOPS's nu): rows tasks,
+    columns bounds, one curve per algorithm that has one, mean +- 1 std over seeds."""
+    _require(traces, ["task", "bound", "algo", "seed", "iteration", "multiplier"], "traces")
+    df = traces[np.isfinite(traces["multiplier"].astype(float))]
+    if df.empty:
+        raise ValueError("multiplier figure: no algorithm has a finite multiplier in any trace")
+    x, x_label = _x_column(df)
+    apply_rc()
+    tasks = ordered_tasks(df["task"].unique())
+    bounds = sorted(df["bound"].unique())
+    algos = ordered_algos(df["algo"].unique())
+    fig, axes = plt.subplots(len(tasks), len(bounds), figsize=(3.0 * len(bounds) + 1.2, 2.3 * len(tasks) + 0.6),
+                             squeeze=False, sharex=True)
+    for r, task in enumerate(tasks):
+        for c, bound in enumerate(bounds):
+            ax = axes[r][c]
+            for algo in algos:
+                group = df[(df["task"] == task) & (df["bound"] == bound) & (df["algo"] == algo)]
+                if not group.empty:
+                    _plot_band(ax, seed_band(group, "multiplier", x, 1), x, algo, algos)
+            if yscale == "symlog":
+                ax.set_yscale("symlog", linthresh=0.1)
+            else:
+                ax.set_yscale(yscale)
+            if r == 0:
+                ax.set_title(f"d = {format_bound(bound)}")
+            if r == len(tasks) - 1:
+                ax.set_xlabel(x_label)
+            if c == 0:
+                ax.set_ylabel(f"{task_label(task)}\nmultiplier (unitless)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    seen = dict(zip(labels, handles))
+    for ax in axes.flat:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(l, h)
+    fig.legend(list(seen.values()), list(seen.keys()), loc="outside right center", frameon=False)
+    fig.suptitle("Multiplier trajectories (\u03bb PPO-Lag, \u03ba P3O, \u03bd FOCOPS), mean \u00b1 1 std over seeds")
+    return fig

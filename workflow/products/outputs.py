@@ -1,0 +1,54 @@
+"""Atomic writes of figures and tables: a temp file in the target folder, then os.replace.
+
+A product is never seen half-written, so an interrupted Snakemake job leaves either the
+old file or none.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+
+def _atomic(path: str | os.PathLike, write) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def write_text(path, text: str) -> None:
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+    _atomic(path, write)
+
+
+def save_figure(fig, paths, dpi: int = 150) -> None:
+    """Save one figure to every path given (format from the suffix: .pdf, .png) and close it."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    try:
+        for path in paths:
+            fmt = Path(path).suffix.lstrip(".").lower()
+            if fmt not in {"pdf", "png"}:
+                raise ValueError(f"{path}: figures are written as .pdf or .png, not .{fmt}")
+            # No creation date in the metadata, so a rebuilt PDF is byte-identical.
+            metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
+            _atomic(path, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata))
+    finally:
+        plt.close(fig)
+
+
+def save_csv(df: pd.DataFrame, path) -> None:
+    _atomic(path, lambda tmp: df.to_csv(tmp, index=False))

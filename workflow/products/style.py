@@ -1,0 +1,133 @@
+"""One visual identity per algorithm, phase and metric, shared by every figure and table.
+
+Colours come from the Okabe-Ito colour-blind-safe palette and are chosen so their grey
+levels differ (black, dark blue, vermillion, orange); each algorithm also has its own line
+style and marker, so figures stay readable when printed in greyscale.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")  # products are rendered headless (Snakemake jobs, CI)
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+@dataclass(frozen=True)
+class AlgoStyle:
+    label: str
+    color: str
+    linestyle: str | tuple
+    marker: str
+    hatch: str
+
+
+# Grey levels (0.299 R + 0.587 G + 0.114 B): 0.00, 0.34, 0.47, 0.64.
+KNOWN_ALGOS: dict[str, AlgoStyle] = {
+    "ppo": AlgoStyle("PPO", "#000000", "solid", "o", ""),
+    "ppo_lag": AlgoStyle("PPO-Lag", "#0072B2", "dashed", "s", "//"),
+    "focops": AlgoStyle("FOCOPS", "#D55E00", "dashdot", "^", "\\\\"),
+    "p3o": AlgoStyle("P3O", "#E69F00", (0, (1, 1)), "D", ".."),
+}
+ALGO_ORDER = list(KNOWN_ALGOS)
+
+# Algorithms a user brings: further Okabe-Ito colours and styles, assigned in sorted order.
+_EXTRA_COLORS = ["#56B4E9", "#009E73", "#CC79A7", "#F0E442", "#999999"]
+_EXTRA_LINESTYLES = [(0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)), (0, (3, 3)), (0, (1, 3)), (0, (6, 2, 2, 2))]
+_EXTRA_MARKERS = ["v", "P", "X", "*", "h"]
+_EXTRA_HATCHES = ["xx", "--", "++", "oo", "||"]
+
+PHASES = ["train", "final_explore", "final_greedy"]
+PHASE_LABELS = {
+    "train": "Training (with noise)",
+    "final_explore": "Final, with noise",
+    "final_greedy": "Final, greedy",
+}
+PHASE_SHORT = {"train": "train", "final_explore": "final noise", "final_greedy": "final greedy"}
+
+METRICS = ["R", "C", "Dnorm", "V", "Dnorm_plus"]
+METRIC_LABELS = {  # plain text, used in Markdown and CSV headers
+    "R": "R",
+    "C": "C",
+    "Dnorm": "Dnorm",
+    "V": "V",
+    "Dnorm_plus": "Dnorm+",
+}
+METRIC_TEX = {
+    "R": r"$R$",
+    "C": r"$C$",
+    "Dnorm": r"$D_\mathrm{norm}$",
+    "V": r"$V$",
+    "Dnorm_plus": r"$D^{+}_\mathrm{norm}$",
+}
+# Which direction is better when bolding a column (tiers: higher is better).
+HIGHER_IS_BETTER = {"R": True, "C": False, "Dnorm": False, "V": False, "Dnorm_plus": False, "tier": True}
+
+TIER_NAMES = ["Unsafe", "Minimal", "Moderate", "Substantial", "Strict"]
+# Tier colours run light (unsafe) to dark (strict) so stacked bars read in greyscale too.
+TIER_COLORS = ["#f2f0f7", "#cbc9e2", "#9e9ac8", "#6a51a3", "#3f007d"]
+
+
+def ordered_algos(algos) -> list[str]:
+    """The paper's algorithms first in their usual order, then any others sorted."""
+    algos = list(dict.fromkeys(algos))
+    known = [a for a in ALGO_ORDER if a in algos]
+    return known + sorted(a for a in algos if a not in KNOWN_ALGOS)
+
+
+TASK_ORDER = ["goal", "circle", "push", "button"]
+
+
+def ordered_tasks(tasks) -> list[str]:
+    """The paper's task order (goal, circle, push, button; with or without the CRAX
+    `safe_..._point` spelling), then any others sorted."""
+    def rank(task):
+        short = task.removeprefix("safe_").removesuffix("_point")
+        return (TASK_ORDER.index(short), task) if short in TASK_ORDER else (len(TASK_ORDER), task)
+    return sorted(dict.fromkeys(tasks), key=rank)
+
+
+def algo_style(algo: str, all_algos=None) -> AlgoStyle:
+    """The style of one algorithm; unknown ones get a stable style from their sorted rank."""
+    if algo in KNOWN_ALGOS:
+        return KNOWN_ALGOS[algo]
+    others = sorted(a for a in (all_algos or [algo]) if a not in KNOWN_ALGOS)
+    if algo not in others:
+        others = sorted(others + [algo])
+    i = others.index(algo) % len(_EXTRA_COLORS)
+    return AlgoStyle(algo, _EXTRA_COLORS[i], _EXTRA_LINESTYLES[i], _EXTRA_MARKERS[i], _EXTRA_HATCHES[i])
+
+
+def algo_label(algo: str) -> str:
+    return KNOWN_ALGOS[algo].label if algo in KNOWN_ALGOS else algo
+
+
+def task_label(task: str) -> str:
+    """`safe_circle_point` or `circle` -> `Circle`."""
+    name = task.removeprefix("safe_").removesuffix("_point")
+    return name.replace("_", " ").capitalize()
+
+
+def format_bound(bound: float) -> str:
+    return f"{bound:g}"
+
+
+def apply_rc(font_size: float = 9.0) -> None:
+    """Matplotlib settings for every product (sizes chosen for a single-column paper figure)."""
+    plt.rcParams.update({
+        "font.size": font_size,
+        "axes.titlesize": font_size + 1,
+        "axes.labelsize": font_size,
+        "legend.fontsize": font_size - 1,
+        "xtick.labelsize": font_size - 1,
+        "ytick.labelsize": font_size - 1,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "lines.linewidth": 1.5,
+        "figure.constrained_layout.use": True,
+        "pdf.fonttype": 42,  # embed TrueType so PDF text stays selectable
+        "savefig.dpi": 150,
+    })

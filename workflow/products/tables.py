@@ -1,0 +1,131 @@
+"""Table 2, Table A.2, Table A.3 (IQM tables) and the per-task tables (A.4 onwards).
+
+Inputs are the metrics engine's outputs as data frames: `iqm.csv` (algo, phase, metric, iqm,
+ci_low, ci_high), `tiers.csv` (algo, phase, tier, p_tier0..p_tier4) and `conditions.csv`.
+Numbers are never recomputed here; the CSV of every table holds them unrounded.
+
+Bolding (Table 2, A.2, A.3): in each column the best value among the *safe* algorithms is
+bold, where safe means tier >= 1 (Minimal: IQM(Dnorm) <= 0) in that column's phase and the
+unconstrained baseline (config `products.baseline`, PPO) never counts. Best is the highest
+R or tier and the lowest C, Dnorm, V or Dnorm+. Ties on unrounded values are all bold.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .style import HIGHER_IS_BETTER, METRIC_LABELS, METRICS, PHASE_LABELS, algo_label, ordered_algos
+from .tablefmt import Table
+
+N_TIERS = 5
+P_TIER_COLUMNS = [f"p_tier{k}" for k in range(N_TIERS)]
+DEFAULT_DECIMALS = {"R": 1, "C": 1, "Dnorm": 2, "V": 2, "Dnorm_plus": 2}
+
+
+def _require(df: pd.DataFrame, columns, what: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what}: missing column(s) {missing}; has {list(df.columns)}")
+
+
+def _fix_negative_zero(text: str) -> str:
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def fmt_num(value: float, decimals: int) -> str:
+    if value is None or not np.isfinite(value):
+        return "-"
+    return _fix_negative_zero(f"{value:.{decimals}f}")
+
+
+def best_rows(values: dict[str, float], safe: dict[str, bool], higher_is_better: bool,
+              baseline: str | None) -> set[str]:
+    """The algorithms whose value is best among the safe, non-baseline ones (ties: all)."""
+    candidates = {a: v for a, v in values.items()
+                  if a != baseline and safe.get(a, False) and v is not None and np.isfinite(v)}
+    if not candidates:
+        return set()
+    best = max(candidates.values()) if higher_is_better else min(candidates.values())
+    return {a for a, v in candidates.items() if v == best}
+
+
+def iqm_table(iqm: pd.DataFrame, tiers: pd.DataFrame, *, title: str, phases, metrics=METRICS,
+              with_ci: bool, baseline: str | None = "ppo", decimals=None) -> Table:
+    """One row per algorithm; per phase a column per metric's IQM (with its 95 % CI if asked),
+    the tier, and the tier confidence P(tier) = share of bootstrap replicates in that tier."""
+    _require(iqm, ["algo", "phase", "metric", "iqm", "ci_low", "ci_high"], "iqm.csv")
+    _require(tiers, ["algo", "phase", "tier"] + P_TIER_COLUMNS, "tiers.csv")
+    decimals = {**DEFAULT_DECIMALS, **(decimals or {})}
+    algos = ordered_algos(iqm["algo"].unique())
+    by_key = iqm.set_index(["algo", "phase", "metric"])
+    tier_by_key = tiers.set_index(["algo", "phase"])
+    for phase in phases:
+        for algo in algos:
+            if (algo, phase) not in tier_by_key.index:
+                raise ValueError(f"tiers.csv: no row for algo={algo!r}, phase={phase!r}")
+            for metric in metrics:
+                if (algo, phase, metric) not in by_key.index:
+                    raise ValueError(f"iqm.csv: no row for algo={algo!r}, phase={phase!r}, metric={metric!r}")
+
+    data = pd.DataFrame({"algo": algos})
+    columns, cells, bold = [], [[] for _ in algos], [[] for _ in algos]
+    for phase in phases:
+        group = PHASE_LABELS[phase]
+        tier_of = {a: int(tier_by_key.loc[(a, phase), "tier"]) for a in algos}
+        safe = {a: t >= 1 for a, t in tier_of.items()}
+        for metric in metrics:
+            vals = {a: float(by_key.loc[(a, phase, metric), "iqm"]) for a in algos}
+            lows = {a: float(by_key.loc[(a, phase, metric), "ci_low"]) for a in algos}
+            highs = {a: float(by_key.loc[(a, phase, metric), "ci_high"]) for a in algos}
+            winners = best_rows(vals, safe, HIGHER_IS_BETTER[metric], baseline)
+            columns.append((group, f"IQM({METRIC_LABELS[metric]})"))
+            d = decimals[metric]
+            for i, a in enumerate(algos):
+                text = fmt_num(vals[a], d)
+                if with_ci:
+                    text += f" [{fmt_num(lows[a], d)}, {fmt_num(highs[a], d)}]"
+                cells[i].append(text)
+                bold[i].append(a in winners)
+            data[f"{phase}_{metric}_iqm"] = [vals[a] for a in algos]
+            data[f"{phase}_{metric}_ci_low"] = [lows[a] for a in algos]
+            data[f"{phase}_{metric}_ci_high"] = [highs[a] for a in algos]
+            data[f"{phase}_{metric}_bold"] = [a in winners for a in algos]
+        tier_winners = best_rows({a: float(t) for a, t in tier_of.items()}, safe, True, baseline)
+        columns += [(group, "Tier"), (group, "P(tier)")]
+        for i, a in enumerate(algos):
+            p = float(tier_by_key.loc[(a, phase), f"p_tier{tier_of[a]}"])
+            cells[i] += [str(tier_of[a]), f"{p:.2f}"]
+            bold[i] += [a in tier_winners, False]
+        data[f"{phase}_tier"] = [tier_of[a] for a in algos]
+        data[f"{phase}_tier_bold"] = [a in tier_winners for a in algos]
+        for col in P_TIER_COLUMNS:
+            data[f"{phase}_{col}"] = [float(tier_by_key.loc[(a, phase), col]) for a in algos]
+
+    notes = [
+        "IQM over (task, bound) conditions of the seed means"
+        + ("; [95 % stratified-bootstrap CI]." if with_ci else "."),
+        "Tier 0 Unsafe, 1 Minimal, 2 Moderate, 3 Substantial, 4 Strict; P(tier) = share of "
+        "bootstrap replicates that land in the shown tier.",
+        "Bold: best value per column among algorithms with tier >= 1 in that phase"
+        + (f", {algo_label(baseline)} (unconstrained baseline) excluded." if baseline else "."),
+    ]
+    return Table(title=title, row_header=["Algorithm"], rows=[[algo_label(a)] for a in algos],
+                 columns=columns, cells=cells, bold=bold, data=data, notes=notes)
+
+
+def table2(iqm, tiers, *, baseline="ppo", decimals=None) -> Table:
+    return iqm_table(iqm, tiers, title="Table 2: training and final greedy IQMs and tiers",
+                     phases=["train", "final_greedy"], with_ci=False, baseline=baseline, decimals=decimals)
+
+
+def table_a3(iqm, tiers, *, baseline="ppo", decimals=None) -> Table:
+    return iqm_table(iqm, tiers, title="Table A.3: Table 2 with 95 % confidence intervals",
+                     phases=["train", "final_greedy"], with_ci=True, baseline=baseline, decimals=decimals)
+
+
+def table_a2(iqm, tiers, *, baseline="ppo", decimals=None) -> Table:
+    return iqm_table(iqm, tiers, title="Table A.2: final policy with exploration noise vs greedy",
+                     phases=["final_explore", "final_greedy"], with_ci=True, baseline=baseline,
+                     decimals=decimals)
