@@ -1,0 +1,43 @@
+"""saferl-eval sweep: train -> per-run summary -> aggregate + bootstrap -> tiers ->
+tables, figures -> report. See docs/workflow.md.
+
+    snakemake --workflow-profile cluster_profiles/local                    # default preset
+    snakemake --workflow-profile cluster_profiles/local --config preset=tiny
+"""
+import glob
+import os
+import sys
+
+# `workflow` (this package) must be importable by the rule files; the Snakemake object
+# named `workflow` in this file is a different thing and stays untouched.
+sys.path.insert(0, workflow.basedir)
+
+
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+
+
+# common.smk first (it defines the grid and the paths), then every other rule file, so a
+# new workflow/rules/*.smk plugs in by existing.
+include: "workflow/rules/common.smk"
+
+
+for _rules_file in sorted(glob.glob(os.path.join(workflow.basedir, "workflow", "rules", "*.smk"))):
+    if os.path.basename(_rules_file) != "common.smk":
+        include: _rules_file
+
+# Tables, figures and the report are light: run them in the controller, never as cluster
+# jobs (so the scheduler sees only training and aggregation).
+localrules: all, runs, metrics, write_thresholds, tiers, report
+
+
+workflow.localrules(*[r.name for r in workflow.rules
+                      if os.path.basename(r.snakefile) in ("figures.smk", "tables.smk")])
+
+
+rule all:
+    default_target: True
+    input:
+        AGGREGATE_FILES.values(),
+        TIER_FILES.values(),
+        PRODUCT_TARGETS,
+        REPORT,

@@ -1,0 +1,160 @@
+"""Resolve and validate the sweep configuration before anything runs.
+
+The user's config (config/config.yaml plus `snakemake --config` overrides) names a preset
+(config/presets/<name>.yaml); its other keys override the preset's, nested mappings merged
+key by key. The merged mapping is checked against workflow/schemas/config.schema.yaml and
+then for what a schema cannot say (tier thresholds in order). Every error names the key.
+
+    python -m workflow.config_validation [CONFIG.yaml] [--set key=value ...]
+
+prints the resolved configuration or the error.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+import jsonschema
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+PRESETS_DIR = REPO / "config" / "presets"
+SCHEMA_FILE = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
+DEFAULT_CONFIG = REPO / "config" / "config.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the key and the value."""
+
+
+def available_presets(presets_dir: Path = PRESETS_DIR) -> list[str]:
+    return sorted(p.stem for p in presets_dir.glob("*.yaml"))
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        with open(path) as f:
+            return yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+
+
+def deep_merge(base: Mapping, override: Mapping) -> dict:
+    """`override` on top of `base`; mappings merge recursively, anything else replaces."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _key_path(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<top level>"
+
+
+def _schema_error_message(error: jsonschema.ValidationError) -> str:
+    key = _key_path(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        where = "top level" if key == "<top level>" else f"'{key}'"
+        return f"config {where}: unknown key(s) {extra}; allowed: {allowed}"
+    if error.validator == "enum":
+        return f"config key '{key}': {error.instance!r} is not one of {error.validator_value}"
+    if error.validator == "minItems" and error.validator_value == 1:
+        return f"config key '{key}': the list is empty, so the grid would be empty"
+    if error.validator == "oneOf":
+        form = error.schema.get("description", "one of the allowed forms")
+        return f"config key '{key}': {error.instance!r} is not valid; expected {form}"
+    if error.validator == "exclusiveMinimum":
+        return f"config key '{key}': {error.instance!r} must be > {error.validator_value}"
+    return f"config key '{key}': {error.message}"
+
+
+def check_threshold_order(thresholds: Mapping[str, Mapping[str, float]]) -> None:
+    """Tiers are nested in the given order, so each metric's limit may only tighten."""
+    loosest: dict[str, tuple[str, float]] = {}
+    for tier, limits in thresholds.items():
+        for metric, limit in limits.items():
+            if metric in loosest and limit > loosest[metric][1]:
+                prev_tier, prev = loosest[metric]
+                raise ConfigError(
+                    f"config key 'thresholds.{tier}.{metric}': {limit} is looser than "
+                    f"'thresholds.{prev_tier}.{metric}' = {prev}; tiers are nested in the order "
+                    f"given ({', '.join(thresholds)}), so limits must not increase")
+            loosest[metric] = (tier, limit)
+
+
+def validate(cfg: Mapping) -> dict:
+    """Check a merged config; returns it with `seeds` expanded to a list."""
+    validator = jsonschema.Draft202012Validator(_load_yaml(SCHEMA_FILE))
+    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise ConfigError(_schema_error_message(errors[0]))
+    for i, bound in enumerate(cfg["bounds"]):
+        if not math.isfinite(bound):
+            raise ConfigError(f"config key 'bounds[{i}]': {bound!r} must be finite")
+    check_threshold_order(cfg["thresholds"])
+    out = copy.deepcopy(dict(cfg))
+    seeds = cfg["seeds"]
+    out["seeds"] = list(range(seeds)) if isinstance(seeds, int) else sorted(seeds)
+    return out
+
+
+def resolve(user_cfg: Mapping, presets_dir: Path = PRESETS_DIR) -> dict:
+    """Merge `user_cfg` onto the preset it names and validate the result."""
+    name = user_cfg.get("preset", "default")
+    presets = available_presets(presets_dir)
+    if name not in presets:
+        raise ConfigError(f"config key 'preset': {name!r} is not one of {presets} (in {presets_dir})")
+    preset = _load_yaml(presets_dir / f"{name}.yaml")
+    if not isinstance(preset, Mapping):
+        raise ConfigError(f"{presets_dir / (name + '.yaml')}: expected a mapping of config keys")
+    overrides = {k: v for k, v in user_cfg.items() if k != "preset"}
+    return validate({**deep_merge(preset, overrides), "preset": name})
+
+
+def _parse_set(items: list[str]) -> dict:
+    """`a.b=value` pairs (value parsed as YAML) into a nested mapping."""
+    out: dict = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {item!r}: expected key=value")
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(raw)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("config", nargs="?", default=str(DEFAULT_CONFIG))
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a key (dots for nesting), e.g. --set preset=tiny")
+    args = parser.parse_args(argv)
+    try:
+        user = _load_yaml(Path(args.config)) or {}
+        resolved = resolve(deep_merge(user, _parse_set(args.set)))
+    except (ConfigError, OSError) as e:
+        print(f"invalid configuration: {e}", file=sys.stderr)
+        return 1
+    json.dump(resolved, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

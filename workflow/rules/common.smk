@@ -1,0 +1,80 @@
+# Configuration, the grid and the paths every rule file shares.
+#
+# Names other rule files may use (figures.smk, tables.smk build on these):
+#   CFG                  the validated config (workflow/config_validation.py), seeds as a list
+#   TASKS, BOUNDS, ALGOS, SEEDS   the grid; BOUNDS are the path labels ("25", "12.5")
+#   RUN_DIR              "results/runs/{task}/d{bound}/{algo}/seed{seed}"
+#   RUN_IDS              every run's wildcards as dicts (task, bound, algo, seed)
+#   METRICS_DIR, TABLES_DIR, FIGURES_DIR, LOGS_DIR
+#   AGGREGATE_FILES      stage-2 outputs (threshold-free) by name, e.g. AGGREGATE_FILES["iqm"]
+#   TIER_FILES           stage-3 outputs (threshold-dependent): "tiers", "conditions"
+#   run_path(name, **wildcards)    a file inside one run's folder
+# A rule file that makes products appends their paths to PRODUCT_TARGETS; rule `all`
+# and the report collect them.
+import itertools
+import os
+import sys
+
+from workflow.config_validation import ConfigError, resolve
+
+try:
+    CFG = resolve(config)
+except ConfigError as e:
+    raise WorkflowError(f"invalid configuration: {e}") from None
+
+
+def bound_label(bound):
+    """Path label of a bound: 25 -> '25', 12.5 -> '12.5' (the trainer gets the same text)."""
+    return str(int(bound)) if float(bound).is_integer() else repr(float(bound))
+
+
+TASKS = CFG["tasks"]
+BOUNDS = [bound_label(b) for b in CFG["bounds"]]
+ALGOS = CFG["algos"]
+SEEDS = CFG["seeds"]
+
+RESULTS = "results"
+RUN_DIR = RESULTS + "/runs/{task}/d{bound}/{algo}/seed{seed}"
+METRICS_DIR = RESULTS + "/metrics"
+TABLES_DIR = RESULTS + "/tables"
+FIGURES_DIR = RESULTS + "/figures"
+LOGS_DIR = RESULTS + "/logs"
+REPORT = RESULTS + "/report.html"
+
+AGGREGATE_FILES = {
+    name: f"{METRICS_DIR}/{name}{ext}"
+    for name, ext in [("iqm", ".csv"), ("bootstrap", ".parquet"), ("cdf", ".parquet"),
+                      ("run_metrics", ".parquet")]
+}
+THRESHOLDS_FILE = METRICS_DIR + "/thresholds.yaml"
+TIER_FILES = {"tiers": METRICS_DIR + "/tiers.csv", "conditions": METRICS_DIR + "/conditions.csv"}
+
+RUN_IDS = [dict(task=t, bound=b, algo=a, seed=s)
+           for t, b, a, s in itertools.product(TASKS, BOUNDS, ALGOS, SEEDS)]
+
+if "PRODUCT_TARGETS" not in globals():
+    PRODUCT_TARGETS = []
+
+
+def run_path(name, **wildcards):
+    return (RUN_DIR + "/" + name).format(**wildcards)
+
+
+def all_runs(name):
+    return [run_path(name, **run) for run in RUN_IDS]
+
+
+wildcard_constraints:
+    task=r"[a-z][a-z0-9_]*",
+    bound=r"[0-9]+(\.[0-9]+)?",
+    algo=r"[a-z][a-z0-9_]*",
+    seed=r"[0-9]+",
+
+
+# Jobs (local or on SLURM nodes, which see this environment through --export=ALL) must
+# import this checkout's packages and use this interpreter even without `pip install -e`.
+_repo = workflow.basedir
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in [_repo, os.environ.get("PYTHONPATH", "")] if p)
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.abspath(".jax_cache"))

@@ -1,0 +1,71 @@
+# Stages 1-3 of the evaluation engine (python -m metrics, docs/metrics.md):
+#   summarise (per run) -> aggregate + stratified bootstrap (threshold-free) -> tiers.
+# Thresholds are a param of `write_thresholds` only, so changing one reruns that rule,
+# `tiers` and what reads tiers.csv / conditions.csv - never training or aggregation.
+
+
+rule summarise:
+    input:
+        episodes=RUN_DIR + "/episodes.parquet",
+        run=RUN_DIR + "/run.json",
+    output:
+        RUN_DIR + "/summary.parquet",
+    log:
+        LOGS_DIR + "/summarise/{task}/d{bound}/{algo}/seed{seed}.log",
+    resources:
+        runtime=10,
+        mem_mb=2000,
+    shell:
+        "python -m metrics summarise {input.episodes} --out {output} > {log} 2>&1"
+
+
+rule aggregate:
+    input:
+        all_runs("summary.parquet"),
+    output:
+        **AGGREGATE_FILES,
+    params:
+        reps=CFG["bootstrap"]["reps"],
+        seed=CFG["bootstrap"]["seed"],
+        out=METRICS_DIR,
+    log:
+        LOGS_DIR + "/aggregate.log",
+    threads: 1
+    resources:
+        runtime=60,
+        mem_mb=8000,
+    shell:
+        "python -m metrics aggregate {input} --out {params.out}"
+        " --reps {params.reps} --seed {params.seed} > {log} 2>&1"
+
+
+rule write_thresholds:
+    output:
+        THRESHOLDS_FILE,
+    params:
+        thresholds=CFG["thresholds"],
+    run:
+        from workflow.atomic import write_yaml
+
+        write_yaml(output[0], dict(params.thresholds))
+
+
+rule tiers:
+    input:
+        AGGREGATE_FILES.values(),
+        thresholds=THRESHOLDS_FILE,
+    output:
+        **TIER_FILES,
+    params:
+        dir=METRICS_DIR,
+    log:
+        LOGS_DIR + "/tiers.log",
+    shell:
+        "python -m metrics tiers {params.dir} --thresholds {input.thresholds} > {log} 2>&1"
+
+
+rule metrics:
+    """Every threshold-free and threshold-dependent metric file, no tables or figures."""
+    input:
+        AGGREGATE_FILES.values(),
+        TIER_FILES.values(),
