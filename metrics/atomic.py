@@ -1,0 +1,47 @@
+"""Atomic outputs: a file appears complete or not at all; a folder receives all its files or none."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside ``path``; on success it replaces ``path`` (os.replace)."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+@contextlib.contextmanager
+def staged_directory(out_dir):
+    """Yield a staging folder inside ``out_dir``; on success its files are moved into ``out_dir``.
+
+    Nothing is moved if the block raises, so a failed run leaves ``out_dir`` as it was (and
+    removes it again if this call created it). Each move is an atomic os.replace.
+    """
+    out_dir = os.fspath(out_dir)
+    created = not os.path.exists(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    stage = tempfile.mkdtemp(dir=out_dir, prefix=".staging-")
+    try:
+        yield stage
+        for name in sorted(os.listdir(stage)):
+            os.replace(os.path.join(stage, name), os.path.join(out_dir, name))
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        if created:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    shutil.rmtree(stage, ignore_errors=True)

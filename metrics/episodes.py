@@ -1,0 +1,305 @@
+"""Read and validate episode tables (DESIGN.md section 1) from Parquet or CSV files.
+
+The tables can be large (a paper-size run holds ~250k episodes), so columns are kept as
+numpy arrays and string columns as dictionary codes; pandas is used only for the small
+user-facing :func:`read_episodes` result. Every error names the file and the offending rows
+(0-based data rows: row 0 is the first row after a CSV header, i.e. CSV line 2).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from .schema import (
+    EPISODE_KEYS,
+    FLOAT_COLUMNS,
+    INTEGER_COLUMNS,
+    PHASES,
+    REQUIRED_COLUMNS,
+    STRING_COLUMNS,
+    EpisodeTableError,
+)
+
+_MAX_ROWS_SHOWN = 10
+
+
+def describe_rows(rows) -> str:
+    """'rows 3, 8, 9' (at most ten listed, then how many more)."""
+    rows = np.asarray(rows)
+    shown = ", ".join(str(int(r)) for r in rows[:_MAX_ROWS_SHOWN])
+    more = f" and {rows.size - _MAX_ROWS_SHOWN} more" if rows.size > _MAX_ROWS_SHOWN else ""
+    return f"row{'s' if rows.size != 1 else ''} {shown}{more}"
+
+
+def _fail(path, problem, rows=None):
+    where = f" ({describe_rows(rows)}; row 0 = first data row)" if rows is not None else ""
+    raise EpisodeTableError(f"{path}: {problem}{where}")
+
+
+@dataclass(frozen=True)
+class EpisodeArrays:
+    """Validated episodes as flat arrays, one entry per episode.
+
+    ``task``/``algo`` are codes into the sorted category arrays ``tasks``/``algos``; ``phase``
+    is an index into PHASES. ``source``/``row`` say where each episode came from (an index
+    into ``sources`` and the 0-based data row in that file) so that later checks can name them.
+    """
+
+    tasks: np.ndarray
+    algos: np.ndarray
+    task: np.ndarray
+    algo: np.ndarray
+    phase: np.ndarray
+    bound: np.ndarray
+    seed: np.ndarray
+    iteration: np.ndarray
+    episode: np.ndarray
+    ret: np.ndarray
+    cost: np.ndarray
+    source: np.ndarray
+    row: np.ndarray
+    sources: tuple
+
+    def __len__(self):
+        return self.cost.size
+
+    def take(self, order):
+        """The same episodes reordered (or subset) by an index array."""
+        fields = {
+            name: getattr(self, name)[order]
+            for name in ("task", "algo", "phase", "bound", "seed", "iteration", "episode", "ret", "cost", "source", "row")
+        }
+        return EpisodeArrays(tasks=self.tasks, algos=self.algos, sources=self.sources, **fields)
+
+    def where(self, i) -> str:
+        """'FILE row N' of episode i, for error messages."""
+        return f"{self.sources[self.source[i]]} row {self.row[i]}"
+
+
+def _read_arrow(path) -> pa.Table:
+    if not os.path.exists(path):
+        raise EpisodeTableError(f"{path}: no such file")
+    lower = str(path).lower()
+    try:
+        if lower.endswith((".parquet", ".pq")):
+            schema = pq.read_schema(path)
+            columns = [c for c in REQUIRED_COLUMNS if c in schema.names]
+            missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
+            if missing:
+                _fail(path, f"missing column(s) {', '.join(missing)} (has: {', '.join(schema.names)})")
+            return pq.read_table(path, columns=columns)
+        if lower.endswith((".csv", ".csv.gz", ".tsv")):
+            header = pacsv.read_csv(
+                path,
+                parse_options=pacsv.ParseOptions(delimiter="\t" if lower.endswith(".tsv") else ","),
+                convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in STRING_COLUMNS}),
+            )
+            missing = [c for c in REQUIRED_COLUMNS if c not in header.column_names]
+            if missing:
+                _fail(path, f"missing column(s) {', '.join(missing)} (has: {', '.join(header.column_names)})")
+            return header.select(list(REQUIRED_COLUMNS))
+    except (pa.ArrowInvalid, OSError) as err:
+        raise EpisodeTableError(f"{path}: cannot be read as an episode table: {err}") from err
+    raise EpisodeTableError(f"{path}: unknown file type (expected .parquet, .csv or .tsv)")
+
+
+def _strings(col: pa.ChunkedArray, name, path):
+    """(sorted unique values, codes into them) of a string column."""
+    if col.null_count:
+        _fail(path, f"column {name} has missing values", np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False)))
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(col.cast(pa.string()))
+    col = pa.table({"c": col}).unify_dictionaries()["c"]
+    if col.num_chunks == 0:
+        return np.array([], dtype=object), np.zeros(0, dtype=np.int32)
+    values = np.asarray(col.chunks[0].dictionary.cast(pa.string()).to_pylist(), dtype=object)
+    codes = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False) for chunk in col.chunks]).astype(np.int32)
+    # Dictionary order is first-occurrence order; map it to sorted order so codes are canonical.
+    unique, inverse = np.unique(values.astype(str), return_inverse=True)
+    return unique.astype(object), inverse.astype(np.int32)[codes]
+
+
+def _numbers(col: pa.ChunkedArray, name, path, missing_as_nan=False) -> np.ndarray:
+    if col.null_count and not missing_as_nan:
+        _fail(path, f"column {name} has missing values", np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False)))
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        text = col.to_numpy(zero_copy_only=False)
+        values = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.isnan(values) & ~np.isin(np.char.lower(text.astype(str)), ["nan", "-nan", "+nan"])
+        if bad.any():
+            _fail(path, f"column {name} has non-numeric values such as {text[bad][0]!r}", np.flatnonzero(bad))
+        return values
+    if pa.types.is_boolean(col.type) or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        _fail(path, f"column {name} must be numeric, not {col.type}")
+    # pandas writes NaN floats as Parquet nulls: for float columns a null is a NaN
+    return col.to_numpy(zero_copy_only=False).astype(np.float64) if col.null_count else col.to_numpy()
+
+
+def _integers(col, name, path) -> np.ndarray:
+    values = _numbers(col, name, path)
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64)
+    bad = ~np.isfinite(values) | (values != np.round(values))
+    if bad.any():
+        _fail(path, f"column {name} must hold integers", np.flatnonzero(bad))
+    return values.astype(np.int64)
+
+
+def _validate_file(path, table: pa.Table) -> dict:
+    """Per-file checks and conversion to arrays (duplicates are checked after merging files)."""
+    out = {}
+    for name in STRING_COLUMNS:
+        out[name] = _strings(table[name], name, path)
+    for name in INTEGER_COLUMNS:
+        out[name] = _integers(table[name], name, path)
+    for name in FLOAT_COLUMNS:
+        out[name] = _numbers(table[name], name, path, missing_as_nan=True).astype(np.float64, copy=False)
+
+    for name in ("return", "cost"):
+        bad = ~np.isfinite(out[name])
+        if bad.any():
+            _fail(path, f"column {name} has NaN, missing or infinite values", np.flatnonzero(bad))
+    bound = out["bound"]
+    bad = ~(np.isfinite(bound) & (bound > 0))
+    if bad.any():
+        _fail(path, f"column bound must be finite and > 0 (found {bound[bad][0]!r})", np.flatnonzero(bad))
+    values, codes = out["phase"]
+    unknown = [v for v in values if v not in PHASES]
+    if unknown:
+        rows = np.flatnonzero(np.isin(codes, [i for i, v in enumerate(values) if v not in PHASES]))
+        _fail(path, f"unknown phase(s) {', '.join(map(repr, unknown))} (allowed: {', '.join(PHASES)})", rows)
+    out["phase"] = np.asarray([PHASES.index(v) for v in values], dtype=np.int8)[codes] if len(values) else codes.astype(np.int8)
+    return out
+
+
+def _merge_strings(parts):
+    """Concatenate (values, codes) pairs from several files into codes over their sorted union."""
+    union = np.unique(np.concatenate([np.asarray(v, dtype=str) for v, _ in parts])) if parts else np.array([], str)
+    codes = [np.searchsorted(union, np.asarray(v, dtype=str)).astype(np.int32)[c] if len(v) else c for v, c in parts]
+    return union.astype(object), np.concatenate(codes) if codes else np.zeros(0, np.int32)
+
+
+def load_episode_arrays(paths) -> EpisodeArrays:
+    """Read and validate one or more episode files into one unsorted :class:`EpisodeArrays`."""
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise EpisodeTableError("no episode files given")
+    files = [_validate_file(path, _read_arrow(path)) for path in paths]
+    tasks, task = _merge_strings([f["task"] for f in files])
+    algos, algo = _merge_strings([f["algo"] for f in files])
+    cat = lambda name: np.concatenate([f[name] for f in files])  # noqa: E731
+    sizes = [f["cost"].size for f in files]
+    return EpisodeArrays(
+        tasks=tasks,
+        algos=algos,
+        task=task,
+        algo=algo,
+        phase=cat("phase"),
+        bound=cat("bound"),
+        seed=cat("seed"),
+        iteration=cat("iteration"),
+        episode=cat("episode"),
+        ret=cat("return"),
+        cost=cat("cost"),
+        source=np.repeat(np.arange(len(paths), dtype=np.int32), sizes),
+        row=np.concatenate([np.arange(n, dtype=np.int64) for n in sizes]),
+        sources=tuple(paths),
+    )
+
+
+def _dense_rank(values):
+    """Codes 0..n-1 of values in sorted order; constant columns take a fast path."""
+    if values.size and values.min() == values.max():
+        return np.zeros(values.size, np.int64), 1
+    unique, inverse = np.unique(values, return_inverse=True)
+    return inverse.astype(np.int64), unique.size
+
+
+def sort_and_check(ep: EpisodeArrays) -> EpisodeArrays:
+    """Episodes in canonical key order; raises on duplicate keys.
+
+    Sorting by the full key makes every later float sum independent of the input's row order
+    and of how the rows were split over files.
+    """
+    if len(ep) == 0:
+        return ep
+    columns = [
+        (ep.task.astype(np.int64), len(ep.tasks)),
+        _dense_rank(ep.bound),
+        (ep.algo.astype(np.int64), len(ep.algos)),
+        _dense_rank(ep.seed),
+        (ep.phase.astype(np.int64), len(PHASES)),
+        _dense_rank(ep.iteration),
+        _dense_rank(ep.episode),
+    ]
+    radix = 1
+    for _, size in columns:
+        radix *= max(size, 1)
+    if radix < 2**62:
+        key = np.zeros(len(ep), np.int64)
+        for codes, size in columns:
+            key = key * size + codes
+        if np.all(key[1:] > key[:-1]):  # already sorted and unique: the common case for shards
+            return ep
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        same = sorted_key[1:] == sorted_key[:-1]
+    else:
+        order = np.lexsort([codes for codes, _ in reversed(columns)])
+        same = np.ones(len(ep) - 1, bool)
+        for codes, _ in columns:
+            c = codes[order]
+            same &= c[1:] == c[:-1]
+    ep = ep.take(order)
+    if same.any():
+        first = np.flatnonzero(same)[0]
+        dup = [ep.where(first), ep.where(first + 1)]
+        n = int(same.sum())
+        key = {
+            "task": ep.tasks[ep.task[first]],
+            "bound": float(ep.bound[first]),
+            "algo": ep.algos[ep.algo[first]],
+            "seed": int(ep.seed[first]),
+            "phase": PHASES[ep.phase[first]],
+            "iteration": int(ep.iteration[first]),
+            "episode": int(ep.episode[first]),
+        }
+        raise EpisodeTableError(
+            f"{dup[1]}: duplicate key {key}, also at {dup[0]} ({n} duplicate row(s) in all; "
+            f"rows must be unique on {', '.join(EPISODE_KEYS)})"
+        )
+    return ep
+
+
+def read_episodes(paths) -> pd.DataFrame:
+    """Validated episode table of one or more files as a DataFrame in canonical key order.
+
+    Columns: task, bound, algo, seed, phase, iteration, episode, return, cost, source, row.
+    Raises EpisodeTableError naming the file and rows on bad input.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    ep = sort_and_check(load_episode_arrays(paths))
+    return pd.DataFrame(
+        {
+            "task": ep.tasks[ep.task].astype(str) if len(ep) else np.array([], str),
+            "bound": ep.bound,
+            "algo": ep.algos[ep.algo].astype(str) if len(ep) else np.array([], str),
+            "seed": ep.seed,
+            "phase": np.asarray(PHASES)[ep.phase],
+            "iteration": ep.iteration,
+            "episode": ep.episode,
+            "return": ep.ret,
+            "cost": ep.cost,
+            "source": np.asarray(ep.sources, dtype=object)[ep.source] if len(ep) else np.array([], str),
+            "row": ep.row,
+        }
+    )

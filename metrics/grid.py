@@ -1,0 +1,38 @@
+"""The fixed grid on which (c - d) / d is histogrammed, so that CDFs are exact at its points.
+
+Grid points are kappa_k = k / 100 for k = -100 .. 2000, i.e. -1.00, -0.99, ..., 20.00 (2101
+points; each is the double nearest to k/100, so 0.0 and 0.1 are exact literals). Bins are
+right-closed, which makes the cumulative count at kappa_k exactly #{(c-d)/d <= kappa_k}:
+
+- bin 0            : (-inf, -1.00]   (cost 0 lands here: (0 - d)/d = -1; so does any cost < 0)
+- bin k, 1..2100   : (kappa_{k-1}, kappa_k]
+- bin 2101         : (20.00, +inf)   (overflow: counted in the totals, never in F(kappa) on the grid)
+
+So F(kappa_k) = (count of bins 0..k) / (all episodes), with no approximation at grid points.
+"""
+
+import numpy as np
+
+GRID_MIN_HUNDREDTHS = -100
+GRID_MAX_HUNDREDTHS = 2000
+KAPPA = np.arange(GRID_MIN_HUNDREDTHS, GRID_MAX_HUNDREDTHS + 1) / 100.0
+N_BINS = KAPPA.size + 1  # one overflow bin past the last point
+GRID_SPEC = {"min": float(KAPPA[0]), "max": float(KAPPA[-1]), "step": 0.01, "points": int(KAPPA.size)}
+
+
+def normalised_excess(cost, bound):
+    """(c - d) / d per episode."""
+    return (cost - bound) / bound
+
+
+def bin_index(kappa_values):
+    """Bin of each value: the smallest k with value <= KAPPA[k], or KAPPA.size past the end."""
+    return np.searchsorted(KAPPA, kappa_values, side="left")
+
+
+def cdf_from_counts(counts):
+    """F at every grid point from bin counts (..., N_BINS): cumulative share up to each point."""
+    counts = np.asarray(counts, dtype=np.float64)
+    total = counts.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.cumsum(counts[..., :-1], axis=-1) / total

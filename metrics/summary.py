@@ -1,0 +1,323 @@
+"""Stage 1: per-run summaries of episode tables.
+
+A summary holds four tables whose rows of different runs simply concatenate:
+
+- ``iterates``: metrics of each logged policy (run, phase, iteration): R, C, V, Dnorm, Dnorm_plus;
+- ``runs``: per run and phase, the mean over iterates (eq. 6; the final phases have one iterate);
+- ``histograms``: per run and phase, counts of (c - d)/d in the bins of :mod:`metrics.grid`;
+- ``final_episodes``: every final-phase episode's return and cost.
+
+On disk a summary is ONE Parquet file: the four tables stacked, a ``table`` column saying which
+row belongs where and columns a table does not use left null (docs/metrics.md lists them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from . import grid
+from .atomic import atomic_path
+from .episodes import EpisodeArrays, load_episode_arrays, sort_and_check
+from .schema import METRICS, PHASES, RUN_KEYS, EpisodeTableError
+
+ITERATE_COLUMNS = RUN_KEYS + ("phase", "iteration", "n_episodes") + METRICS
+RUN_COLUMNS = RUN_KEYS + ("phase", "n_iterates", "n_episodes") + METRICS + ("source",)
+HISTOGRAM_COLUMNS = RUN_KEYS + ("phase", "bin", "count")
+FINAL_EPISODE_COLUMNS = RUN_KEYS + ("phase", "iteration", "episode", "return", "cost")
+TABLES = {
+    "iterates": ITERATE_COLUMNS,
+    "runs": RUN_COLUMNS,
+    "histograms": HISTOGRAM_COLUMNS,
+    "final_episodes": FINAL_EPISODE_COLUMNS,
+}
+FORMAT = {"format": "saferl-eval summary", "version": 1, "grid": grid.GRID_SPEC}
+_META_KEY = b"saferl_eval.summary"
+
+
+@dataclass
+class Summary:
+    iterates: pd.DataFrame
+    runs: pd.DataFrame
+    histograms: pd.DataFrame
+    final_episodes: pd.DataFrame
+
+
+def sort_frame(df: pd.DataFrame, keys) -> pd.DataFrame:
+    """Rows in canonical order: by the given keys, with phases in PHASES order."""
+    keys = list(keys)
+    rank = {p: i for i, p in enumerate(PHASES)}
+    return df.sort_values(
+        keys, key=lambda col: col.map(rank) if col.name == "phase" else col, kind="stable"
+    ).reset_index(drop=True)
+
+
+def _starts(change: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.concatenate([[True], change]))
+
+
+def _changes(ep: EpisodeArrays, names) -> np.ndarray:
+    change = np.zeros(max(len(ep) - 1, 0), bool)
+    for name in names:
+        col = getattr(ep, name)
+        change |= col[1:] != col[:-1]
+    return change
+
+
+def _key_frame(ep: EpisodeArrays, idx, with_phase=True) -> dict:
+    cols = {
+        "task": ep.tasks[ep.task[idx]].astype(str),
+        "bound": ep.bound[idx],
+        "algo": ep.algos[ep.algo[idx]].astype(str),
+        "seed": ep.seed[idx],
+    }
+    if with_phase:
+        cols["phase"] = np.asarray(PHASES)[ep.phase[idx]]
+    return cols
+
+
+def summarise_sorted(ep: EpisodeArrays) -> Summary:
+    """Summary of validated episodes in canonical key order (see episodes.sort_and_check)."""
+    n = len(ep)
+    run_phase_change = _changes(ep, ("task", "bound", "algo", "seed", "phase"))
+    iterate_change = run_phase_change | (ep.iteration[1:] != ep.iteration[:-1])
+
+    # Per iterate: sums over consecutive episode blocks (fixed order, so results are exact
+    # functions of the set of episodes).
+    it = _starts(iterate_change)
+    n_ep = np.diff(np.append(it, n))
+    bound = ep.bound[it]
+    violates = ep.cost > ep.bound  # strictly: cost exactly d is within the bound
+    excess = grid.normalised_excess(ep.cost, ep.bound)
+    n_viol = np.add.reduceat(violates.astype(np.int64), it)
+    mean_cost = np.add.reduceat(ep.cost, it) / n_ep
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dnorm_plus = np.where(n_viol > 0, np.add.reduceat(np.where(violates, excess, 0.0), it) / n_viol, 0.0)
+    iter_metrics = {
+        "R": np.add.reduceat(ep.ret, it) / n_ep,
+        "C": mean_cost,
+        "V": n_viol / n_ep,
+        "Dnorm": (mean_cost - bound) / bound,
+        "Dnorm_plus": dnorm_plus,
+    }
+    iterates = pd.DataFrame(
+        {**_key_frame(ep, it), "iteration": ep.iteration[it], "n_episodes": n_ep, **iter_metrics}
+    )
+
+    # Per run and phase: mean over iterates (eq. 6).
+    rp = _starts(run_phase_change)  # first episode of each run-phase
+    rp_of_iterate = np.searchsorted(rp, it, side="right") - 1
+    first_iterate = _starts(rp_of_iterate[1:] != rp_of_iterate[:-1])
+    n_iter = np.diff(np.append(first_iterate, it.size))
+    final = np.isin(ep.phase[rp], [PHASES.index(p) for p in ("final_explore", "final_greedy")])
+    multi = final & (n_iter > 1)
+    if multi.any():
+        i = np.flatnonzero(multi)[0]
+        second = it[first_iterate[i] + 1]
+        raise EpisodeTableError(
+            f"{ep.where(second)}: phase {PHASES[ep.phase[second]]} of run "
+            f"task={ep.tasks[ep.task[second]]} bound={ep.bound[second]} algo={ep.algos[ep.algo[second]]} "
+            f"seed={ep.seed[second]} has {n_iter[i]} iterations; a final phase must have exactly one"
+        )
+    runs = pd.DataFrame(
+        {
+            **_key_frame(ep, rp),
+            "n_iterates": n_iter,
+            "n_episodes": np.add.reduceat(n_ep, first_iterate),
+            **{m: np.add.reduceat(v, first_iterate) / n_iter for m, v in iter_metrics.items()},
+            "source": _sources(ep, rp),
+        }
+    )
+
+    # Histograms of (c - d)/d per run and phase (right-closed bins of metrics.grid).
+    rp_id = np.cumsum(np.concatenate([[0], run_phase_change]))
+    counts = np.bincount(rp_id * grid.N_BINS + grid.bin_index(excess), minlength=rp.size * grid.N_BINS)
+    which, bins = np.nonzero(counts.reshape(rp.size, grid.N_BINS))
+    histograms = pd.DataFrame(
+        {**_key_frame(ep, rp[which]), "bin": bins.astype(np.int64), "count": counts.reshape(rp.size, -1)[which, bins]}
+    )
+
+    fin = np.flatnonzero(ep.phase != PHASES.index("train"))
+    final_episodes = pd.DataFrame(
+        {
+            **_key_frame(ep, fin),
+            "iteration": ep.iteration[fin],
+            "episode": ep.episode[fin],
+            "return": ep.ret[fin],
+            "cost": ep.cost[fin],
+        }
+    )
+    return Summary(iterates, runs, histograms, final_episodes)
+
+
+def _sources(ep: EpisodeArrays, rp_starts) -> list:
+    """';'-joined files each run-phase came from (names the files in later warnings)."""
+    ends = np.append(rp_starts[1:], len(ep))
+    out = []
+    for a, b in zip(rp_starts, ends):
+        src = ep.source[a:b]
+        ids = [src[0]] if src.min() == src.max() else np.unique(src)
+        out.append(";".join(ep.sources[i] for i in ids))
+    return out
+
+
+def _run_keys_of_file(path):
+    """Distinct (task, bound, algo, seed) of a file, or None when it cannot be read cheaply."""
+    try:
+        if str(path).lower().endswith((".parquet", ".pq")):
+            table = pq.read_table(path, columns=list(RUN_KEYS))
+        else:
+            delimiter = "\t" if str(path).lower().endswith(".tsv") else ","
+            table = pacsv.read_csv(
+                path,
+                parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                convert_options=pacsv.ConvertOptions(include_columns=list(RUN_KEYS)),
+            )
+        unique = table.group_by(list(RUN_KEYS)).aggregate([]).to_pydict()
+        return {
+            (str(t), float(b), str(a), int(s))
+            for t, b, a, s in zip(unique["task"], unique["bound"], unique["algo"], unique["seed"])
+        }
+    except Exception:  # malformed files are reported by the full loader
+        return None
+
+
+def group_files_by_run(paths) -> list:
+    """Split files into groups that share no run, so each group can be summarised alone.
+
+    Files holding rows of the same run must be read together (duplicate checks, exact sums).
+    If a file's run keys cannot be read, all files form one group and the loader reports why.
+    """
+    paths = [os.fspath(p) for p in paths]
+    if len(paths) <= 1:
+        return [paths]
+    parent = list(range(len(paths)))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner = {}
+    for i, path in enumerate(paths):
+        keys = _run_keys_of_file(path)
+        if keys is None:
+            return [paths]
+        for key in keys:
+            if key in owner:
+                parent[find(i)] = find(owner[key])
+            else:
+                owner[key] = i
+    groups = {}
+    for i in range(len(paths)):
+        groups.setdefault(find(i), []).append(paths[i])
+    return list(groups.values())
+
+
+def concat_summaries(summaries) -> Summary:
+    """One summary of many, rows in canonical order."""
+    summaries = list(summaries)
+    if len(summaries) == 1:
+        return summaries[0]
+    out = {}
+    for name, columns in TABLES.items():
+        frames = [getattr(s, name) for s in summaries if len(getattr(s, name))]
+        df = pd.concat(frames, ignore_index=True) if frames else getattr(summaries[0], name)
+        keys = [c for c in ("task", "bound", "algo", "seed", "phase", "iteration", "bin", "episode") if c in columns]
+        out[name] = sort_frame(df, keys)
+    return Summary(**out)
+
+
+def summarise(paths) -> Summary:
+    """Validate episode files (Parquet/CSV, one or many) and summarise every run in them."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    parts = []
+    for group in group_files_by_run(paths):
+        ep = sort_and_check(load_episode_arrays(group))
+        if len(ep) == 0:
+            raise EpisodeTableError(f"{', '.join(group)}: no episodes")
+        parts.append(summarise_sorted(ep))
+    summary = concat_summaries(parts)
+    _check_no_overlap(summary)
+    return summary
+
+
+def _check_no_overlap(summary: Summary):
+    dup = summary.runs.duplicated(list(RUN_KEYS) + ["phase"], keep=False)
+    if dup.any():
+        rows = summary.runs[dup]
+        raise EpisodeTableError(f"the same run and phase appears in separate inputs: {rows.iloc[:2].to_dict('records')}")
+
+
+def summary_table(summary: Summary) -> pa.Table:
+    """The four tables stacked into one Arrow table with a ``table`` column."""
+    parts = []
+    for name, columns in TABLES.items():
+        df = getattr(summary, name)
+        t = pa.Table.from_pandas(df[list(columns)], preserve_index=False)
+        parts.append(t.append_column("table", pa.array([name] * t.num_rows, pa.string())))
+    table = pa.concat_tables(parts, promote_options="default")
+    return table.replace_schema_metadata({_META_KEY: json.dumps(FORMAT).encode()})
+
+
+def write_summary(summary: Summary, path) -> None:
+    """Write a summary as one Parquet file, atomically."""
+    with atomic_path(path) as tmp:
+        pq.write_table(summary_table(summary), tmp)
+
+
+def read_summary(path) -> Summary:
+    path = os.fspath(path)
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowInvalid) as err:
+        raise EpisodeTableError(f"{path}: cannot be read as a summary: {err}") from err
+    meta = (table.schema.metadata or {}).get(_META_KEY)
+    if meta is None:
+        raise EpisodeTableError(f"{path}: not a saferl-eval summary (written by `python -m metrics summarise`)")
+    found = json.loads(meta)
+    if found.get("version") != FORMAT["version"] or found.get("grid") != FORMAT["grid"]:
+        raise EpisodeTableError(f"{path}: summary format {found} differs from this version's {FORMAT}")
+    df = table.to_pandas()
+    out = {}
+    for name, columns in TABLES.items():
+        part = df.loc[df["table"] == name, list(columns)].reset_index(drop=True)
+        out[name] = part.astype(_dtypes(name))
+    return Summary(**out)
+
+
+def _dtypes(name):
+    ints = {"seed", "iteration", "episode", "n_episodes", "n_iterates", "bin", "count"}
+    return {c: ("int64" if c in ints else str if c in ("task", "algo", "phase", "source") else "float64") for c in TABLES[name]}
+
+
+def read_summaries(paths) -> Summary:
+    """Concatenate summary files (of different runs) into one summary."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not paths:
+        raise EpisodeTableError("no summary files given")
+    summary = concat_summaries([read_summary(p) for p in paths])
+    _check_no_overlap(summary)
+    return summary
+
+
+__all__ = [
+    "Summary",
+    "summarise",
+    "summarise_sorted",
+    "write_summary",
+    "read_summary",
+    "read_summaries",
+    "concat_summaries",
+    "group_files_by_run",
+]
