@@ -65,8 +65,8 @@ METRIC_TEX = {
 HIGHER_IS_BETTER = {"R": True, "C": False, "Dnorm": False, "V": False, "Dnorm_plus": False, "tier": True}
 
 TIER_NAMES = ["Unsafe", "Minimal", "Moderate", "Substantial", "Strict"]
-# Tier colours run light (unsafe) to dark (strict) so stacked bars read in greyscale too.
-TIER_COLORS = ["#f2f0f7", "#cbc9e2", "#9e9ac8", "#6a51a3", "#3f007d"]
+# Tier colours run light (unsafe, peach) to dark (strict, purple) so they read in greyscale too.
+TIER_COLORS = ["#fde0c5", "#bcbddc", "#9e9ac8", "#6a51a3", "#3f007d"]
 
 
 def ordered_algos(algos) -> list[str]:
@@ -113,8 +113,16 @@ def format_bound(bound: float) -> str:
     return f"{bound:g}"
 
 
-def apply_rc(font_size: float = 9.0) -> None:
-    """Matplotlib settings for every product (sizes chosen for a single-column paper figure)."""
+_FONT_SIZE = {"base": 9.0}
+
+
+def apply_rc(font_size: float | None = None) -> None:
+    """Matplotlib settings for every product (sizes chosen for a single-column paper figure).
+
+    A size given once (config `products.font_size`) is kept for later calls without one."""
+    if font_size is not None:
+        _FONT_SIZE["base"] = float(font_size)
+    font_size = _FONT_SIZE["base"]
     plt.rcParams.update({
         "font.size": font_size,
         "axes.titlesize": font_size + 1,

@@ -6,6 +6,7 @@ use: a row-label column, column groups (e.g. Training / Final greedy) and bold c
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -92,7 +93,33 @@ def to_latex(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save_table(table: Table, csv_path, md_path, tex_path) -> None:
+def to_html(table: Table) -> str:
+    """A standalone HTML page (for `snakemake --report`, which shows it in a frame)."""
+    esc = html.escape
+    head = ["<tr>" + "".join(f"<th rowspan='2'>{esc(h)}</th>" for h in table.row_header)]
+    groups: list[tuple[str, int]] = []
+    for group, _ in table.columns:
+        if groups and groups[-1][0] == group:
+            groups[-1] = (group, groups[-1][1] + 1)
+        else:
+            groups.append((group, 1))
+    head[0] += "".join(f"<th colspan='{span}'>{esc(group)}</th>" for group, span in groups) + "</tr>"
+    head.append("<tr>" + "".join(f"<th>{esc(h)}</th>" for _, h in table.columns) + "</tr>")
+    body = []
+    for labels, cells, bold in zip(table.rows, table.cells, table.bold):
+        shown = [f"<td><b>{esc(c)}</b></td>" if b and c else f"<td>{esc(c)}</td>" for c, b in zip(cells, bold)]
+        body.append("<tr>" + "".join(f"<th>{esc(x)}</th>" for x in labels) + "".join(shown) + "</tr>")
+    notes = "".join(f"<p>{esc(n)}</p>" for n in table.notes)
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + esc(table.title) + "</title><style>"
+            "body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse}"
+            "td,th{border:1px solid #bbb;padding:2px 6px;text-align:right} th{background:#f3f3f3}"
+            "</style></head><body><h3>" + esc(table.title) + "</h3><table>" + "".join(head) + "".join(body)
+            + "</table>" + notes + "</body></html>\n")
+
+
+def save_table(table: Table, csv_path, md_path, tex_path, html_path=None) -> None:
     outputs.save_csv(table.data, csv_path)
     outputs.write_text(md_path, to_markdown(table))
     outputs.write_text(tex_path, to_latex(table))
+    if html_path is not None:
+        outputs.write_text(html_path, to_html(table))

@@ -1,0 +1,122 @@
+"""The tier-sensitivity view (a figure none of the paper's anchors has).
+
+Rows are phases. The first column shows, per algorithm, the bootstrap distribution over
+tiers (share of replicates in tiers 0..4). Each further column moves one threshold
+(tier.metric, e.g. moderate.V) over a range with every other threshold kept, and colours
+the tier the algorithm's IQMs would get at each value; a dashed line marks the configured
+value. A colour change close to the dashed line means the tier hinges on that threshold.
+Tiers come from the metrics engine's tier function, passed in as `tier_of`.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
+from matplotlib.colors import BoundaryNorm, ListedColormap
+from matplotlib.patches import Patch
+
+from .style import METRIC_LABELS, PHASE_LABELS, PHASES, TIER_COLORS, TIER_NAMES, algo_label, apply_rc, ordered_algos
+
+N_TIERS = len(TIER_NAMES)
+TierFn = Callable[[dict, dict], np.ndarray]  # ({metric: array of IQMs}, thresholds) -> tiers
+
+
+def threshold_keys(thresholds: dict) -> list[tuple[str, str]]:
+    return [(tier, metric) for tier, limits in thresholds.items() for metric in limits]
+
+
+def sweep_range(thresholds: dict, tier: str, metric: str, ranges: dict, points: int) -> np.ndarray:
+    """Values of one threshold to try: the configured range, else +-0.5 around the current value
+    (never below 0 for V or Dnorm+, never above 1 for V)."""
+    key = f"{tier}.{metric}"
+    if key in ranges:
+        low, high = ranges[key]
+    else:
+        value = float(thresholds[tier][metric])
+        low, high = value - 0.5, value + 0.5
+        if metric in ("V", "Dnorm_plus"):
+            low = max(low, 0.0)
+        if metric == "V":
+            high = min(high, 1.0)
+    return np.linspace(float(low), float(high), points)
+
+
+def tier_sweep(iqm: pd.DataFrame, thresholds: dict, tier_of: TierFn, ranges: dict, points: int) -> pd.DataFrame:
+    """Tier of every (algo, phase) as each threshold moves: rows algo, phase, threshold,
+    value, tier. `iqm` is iqm.csv (algo, phase, metric, iqm)."""
+    wide = iqm.pivot_table(index=["algo", "phase"], columns="metric", values="iqm", aggfunc="first")
+    values = {m: wide[m].to_numpy(dtype=float) for m in wide.columns}
+    rows = []
+    for tier, metric in threshold_keys(thresholds):
+        for x in sweep_range(thresholds, tier, metric, ranges, points):
+            moved = copy.deepcopy(thresholds)
+            moved[tier][metric] = float(x)
+            tiers = np.asarray(tier_of(values, moved))
+            for (algo, phase), t in zip(wide.index, tiers):
+                rows.append((algo, phase, f"{tier}.{metric}", float(x), int(t)))
+    return pd.DataFrame(rows, columns=["algo", "phase", "threshold", "value", "tier"])
+
+
+def tier_shares(bootstrap: pd.DataFrame, thresholds: dict, tier_of: TierFn) -> pd.DataFrame:
+    """Share of bootstrap replicates in each tier per (algo, phase); `bootstrap` has one row
+    per (algo, phase, replicate) and a column per metric (wide) holding that replicate's IQM."""
+    metrics = [m for m in METRIC_LABELS if m in bootstrap.columns]
+    tiers = np.asarray(tier_of({m: bootstrap[m].to_numpy(dtype=float) for m in metrics}, thresholds))
+    counts = (pd.DataFrame({"algo": bootstrap["algo"], "phase": bootstrap["phase"], "tier": tiers})
+              .groupby(["algo", "phase"])["tier"].value_counts(normalize=True).unstack(fill_value=0.0))
+    counts = counts.reindex(columns=range(N_TIERS), fill_value=0.0)
+    counts.columns = [f"p_tier{k}" for k in range(N_TIERS)]
+    return counts.reset_index()
+
+
+def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, thresholds: dict):
+    apply_rc()
+    phases = [p for p in PHASES if p in set(shares["phase"])]
+    algos = ordered_algos(shares["algo"].unique())
+    keys = [f"{t}.{m}" for t, m in threshold_keys(thresholds)]
+    cmap = ListedColormap(TIER_COLORS)
+    norm = BoundaryNorm(np.arange(-0.5, N_TIERS + 0.5), N_TIERS)
+    n_cols = 1 + len(keys)
+    fig, axes = plt.subplots(len(phases), n_cols, figsize=(2.1 * n_cols + 1.0, 0.45 * len(algos) * len(phases) + 2.0),
+                             squeeze=False, sharey=True)
+    y = np.arange(len(algos))
+    for r, phase in enumerate(phases):
+        ax = axes[r][0]
+        here = shares[shares["phase"] == phase].set_index("algo").reindex(algos)
+        left = np.zeros(len(algos))
+        for k in range(N_TIERS):
+            width = here[f"p_tier{k}"].fillna(0).to_numpy()
+            ax.barh(y, width, left=left, color=TIER_COLORS[k], edgecolor="#444444", linewidth=0.4, height=0.7)
+            left += width
+        ax.set_xlim(0, 1)
+        ax.set_yticks(y, [algo_label(a) for a in algos])
+        ax.invert_yaxis() if r == 0 else None
+        ax.set_ylabel(PHASE_LABELS[phase])
+        ax.grid(False)
+        if r == len(phases) - 1:
+            ax.set_xlabel("share of bootstrap\nreplicates (fraction)")
+        if r == 0:
+            ax.set_title("tier distribution")
+        for c, key in enumerate(keys, start=1):
+            ax = axes[r][c]
+            cur = sweep[(sweep["phase"] == phase) & (sweep["threshold"] == key)]
+            xs = np.sort(cur["value"].unique())
+            grid = (cur.pivot_table(index="algo", columns="value", values="tier", aggfunc="first")
+                    .reindex(index=algos, columns=xs).to_numpy(dtype=float))
+            edges = np.concatenate([[xs[0]], (xs[1:] + xs[:-1]) / 2, [xs[-1]]])
+            ax.pcolormesh(edges, np.arange(len(algos) + 1) - 0.5, np.ma.masked_invalid(grid), cmap=cmap, norm=norm)
+            tier, metric = key.split(".")
+            ax.axvline(float(thresholds[tier][metric]), color="black", linestyle="--", linewidth=1.0)
+            ax.grid(False)
+            if r == 0:
+                ax.set_title(f"{tier}: {METRIC_LABELS[metric]} \u2264 x", fontsize=plt.rcParams["font.size"])
+            if r == len(phases) - 1:
+                ax.set_xlabel(f"threshold x on IQM({METRIC_LABELS[metric]})")
+    handles = [Patch(facecolor=TIER_COLORS[k], edgecolor="#444444", label=f"{k} {TIER_NAMES[k]}") for k in range(N_TIERS)]
+    handles.append(plt.Line2D([], [], color="black", linestyle="--", label="configured threshold"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=N_TIERS + 1, frameon=False, title="tier")
+    fig.suptitle("Tier sensitivity: bootstrap tier distribution, and the tier as one threshold moves")
+    return fig

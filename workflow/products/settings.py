@@ -1,0 +1,83 @@
+"""The `products` configuration: plot and table settings, with defaults and a clear error
+for a bad value. None of these reach the training or metrics rules, so changing one reruns
+only the products (Snakemake's params rerun trigger)."""
+from __future__ import annotations
+
+import copy
+
+DEFAULTS = {
+    "baseline": "ppo",              # the unconstrained baseline: never bold in the tables
+    "figure1": {"task": "circle", "bound": 25, "algo": "ppo_lag", "seed": 0},
+    "smoothing_window": 5,          # moving-average window of the training curves (iterates)
+    "cdf_xmax": {"figure2": 2.0, "figureA1": 20.0},
+    "multiplier_yscale": "symlog",  # linear, log or symlog
+    "decimals": {"R": 1, "C": 1, "Dnorm": 2, "V": 2, "Dnorm_plus": 2},
+    "font_size": 9,
+    "dpi": 150,
+    # Tier sensitivity: each threshold (tier.metric) is moved over [low, high] in `points` steps.
+    "sensitivity": {
+        "points": 201,
+        "ranges": {
+            "minimal.Dnorm": [-0.5, 0.5],
+            "moderate.V": [0.0, 1.0],
+            "substantial.V": [0.0, 0.5],
+            "substantial.Dnorm_plus": [0.0, 0.5],
+            "strict.V": [0.0, 0.2],
+            "strict.Dnorm_plus": [0.0, 0.2],
+        },
+    },
+}
+
+
+def _merge(base: dict, override: dict, where: str) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in (override or {}).items():
+        if key not in base and where != "products.sensitivity.ranges" and where != "products.decimals":
+            raise ValueError(f"config {where}: unknown key {key!r}; known: {sorted(base)}")
+        if isinstance(base.get(key), dict) and key != "figure1":
+            if not isinstance(value, dict):
+                raise ValueError(f"config {where}.{key}: expected a mapping, got {value!r}")
+            out[key] = _merge(base[key], value, f"{where}.{key}")
+        else:
+            out[key] = value
+    return out
+
+
+def resolve(products: dict | None) -> dict:
+    """Defaults overridden by the config's `products` mapping, checked."""
+    s = _merge(DEFAULTS, products or {}, "products")
+    if not isinstance(s["smoothing_window"], int) or s["smoothing_window"] < 1:
+        raise ValueError(f"config products.smoothing_window: expected an integer >= 1, got {s['smoothing_window']!r}")
+    if s["multiplier_yscale"] not in ("linear", "log", "symlog"):
+        raise ValueError(f"config products.multiplier_yscale: expected linear, log or symlog, "
+                         f"got {s['multiplier_yscale']!r}")
+    for name, xmax in s["cdf_xmax"].items():
+        if not isinstance(xmax, (int, float)) or xmax <= 0:
+            raise ValueError(f"config products.cdf_xmax.{name}: expected a number > 0, got {xmax!r}")
+    points = s["sensitivity"]["points"]
+    if not isinstance(points, int) or points < 2:
+        raise ValueError(f"config products.sensitivity.points: expected an integer >= 2, got {points!r}")
+    for key, rng in s["sensitivity"]["ranges"].items():
+        if "." not in key:
+            raise ValueError(f"config products.sensitivity.ranges: key {key!r} must be tier.metric, e.g. moderate.V")
+        if not (isinstance(rng, (list, tuple)) and len(rng) == 2 and rng[0] < rng[1]):
+            raise ValueError(f"config products.sensitivity.ranges.{key}: expected [low, high] with low < high, "
+                             f"got {rng!r}")
+    for key in ("task", "algo", "bound", "seed"):
+        if key not in s["figure1"]:
+            raise ValueError(f"config products.figure1: missing {key!r} (needs task, bound, algo, seed)")
+    return s
+
+
+def figure1_run(settings: dict, tasks, bounds, algos, seeds) -> dict:
+    """The run Figure 1 shows: the configured one if the sweep has it, else the nearest
+    stand-in (first task, the bound closest to the configured one, first constrained
+    algorithm, first seed), so a smaller sweep still gets a Figure 1."""
+    want = settings["figure1"]
+    seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    task = want["task"] if want["task"] in tasks else list(tasks)[0]
+    bound = min(bounds, key=lambda b: (abs(float(b) - float(want["bound"])), float(b)))
+    constrained = [a for a in algos if a != settings["baseline"]] or list(algos)
+    algo = want["algo"] if want["algo"] in algos else constrained[0]
+    seed = want["seed"] if want["seed"] in seeds else seeds[0]
+    return {"task": task, "bound": bound, "algo": algo, "seed": seed}
