@@ -1,0 +1,257 @@
+"""Training configuration: the presets, command-line overrides, and the split into static and runtime parts.
+
+A `TrainConfig` holds everything that defines a run. It splits into two parts:
+
+* the *static* part (task, algorithm, network sizes, N, T, update schedule, budget) fixes the
+  shapes and therefore the compiled XLA program;
+* the *runtime* part (`Hyper`: bound, seed, learning rates and the algorithm scalars) is passed
+  to that program as traced values, so one compiled program serves every bound, seed and
+  hyperparameter value of a grid.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+
+ALGOS = ("ppo", "ppo_lag", "p3o", "focops")
+ACTIVATIONS = ("swish", "tanh", "relu", "elu")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """One training run. Defaults are CRAX's / PAPER.md's; presets override the budget and sizes."""
+
+    # what to train
+    task: str = "goal"
+    algo: str = "ppo_lag"
+    bound: float = 25.0
+    seed: int = 0
+    backend: str = "builtin"
+    level: int = 1
+    env_kwargs: tuple = ()  # sorted (name, value) pairs passed to envs.make
+    # budget
+    num_envs: int = 2048
+    episode_length: int = 2000
+    total_steps: int = 500_000_000
+    eval_episodes: int = 100
+    # update schedule (CRAX: 16 unrolls of 8 steps from 2048 envs, 32 minibatches of 1024 sequences)
+    unroll_length: int = 8
+    batch_size: int = 1024  # sequences per minibatch
+    num_minibatches: int = 32
+    num_epochs: int = 6
+    # networks
+    policy_hidden: tuple = (32, 32, 32, 32)
+    critic_hidden: tuple = (256, 256, 256, 256, 256)
+    activation: str = "swish"
+    normalize_observations: bool = True
+    # PPO core (runtime values)
+    learning_rate: float = 5e-4
+    entropy_cost: float = 5e-3
+    discount: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.3
+    reward_scaling: float = 0.1
+    # algorithm scalars (runtime values), PAPER.md's settings
+    lagrangian_lr: float = 3.0
+    lagrangian_init: float = 0.0
+    kappa_init: float = 0.01
+    kappa_factor: float = 1.1
+    kappa_decay: float = 0.9
+    kappa_max: float = 50.0
+    nu_init: float = 0.1
+    nu_lr: float = 1.0
+    nu_max: float = 100.0
+    focops_lam: float = 1.5
+    focops_eta: float = 0.02
+    # execution (not part of the result)
+    chunk_updates: int = 8  # updates per jitted call; checkpoints fall between calls
+    checkpoint_every_s: float = 300.0
+    log_capacity: int = 0  # logged iterates per chunk; 0 = enough for episodes of length T
+
+    # ---- derived sizes -------------------------------------------------------------
+    @property
+    def sequences_per_update(self) -> int:
+        return self.batch_size * self.num_minibatches
+
+    @property
+    def unrolls_per_update(self) -> int:
+        return self.sequences_per_update // self.num_envs
+
+    @property
+    def steps_per_update(self) -> int:
+        """Env steps (transitions over all envs) collected per update."""
+        return self.sequences_per_update * self.unroll_length
+
+    @property
+    def num_updates(self) -> int:
+        return max(1, math.ceil(self.total_steps / self.steps_per_update))
+
+    @property
+    def num_chunks(self) -> int:
+        return math.ceil(self.num_updates / self.chunk_updates)
+
+    @property
+    def iterate_capacity(self) -> int:
+        """Logged iterates one chunk can hold (one per T steps of every env, plus one)."""
+        if self.log_capacity > 0:
+            return self.log_capacity
+        per_env = self.chunk_updates * self.unrolls_per_update * self.unroll_length
+        return per_env // self.episode_length + 1
+
+    @property
+    def uses_cost_critic(self) -> bool:
+        return self.algo != "ppo"  # CRAX's PPO has no cost critic
+
+    def validate(self) -> "TrainConfig":
+        def bad(field: str, why: str) -> ValueError:
+            return ValueError(f"config field {field!r} = {getattr(self, field)!r}: {why}")
+
+        if self.algo not in ALGOS:
+            raise bad("algo", f"must be one of {ALGOS}")
+        if not (self.bound > 0 and math.isfinite(self.bound)):
+            raise bad("bound", "must be a finite number > 0")
+        if self.activation not in ACTIVATIONS:
+            raise bad("activation", f"must be one of {ACTIVATIONS}")
+        for name in ("num_envs", "episode_length", "total_steps", "unroll_length", "batch_size",
+                     "num_minibatches", "num_epochs", "chunk_updates", "eval_episodes"):
+            if getattr(self, name) < 1:
+                raise bad(name, "must be >= 1")
+        if self.sequences_per_update % self.num_envs:
+            raise bad("num_envs", f"must divide batch_size * num_minibatches = {self.sequences_per_update}")
+        if not self.policy_hidden or not self.critic_hidden:
+            raise bad("policy_hidden", "network sizes must list at least one hidden layer")
+        if self.seed < 0 or self.seed >= 2**31:
+            raise bad("seed", "must be in [0, 2**31)")
+        return self
+
+    def static_key(self) -> "TrainConfig":
+        """The config with every runtime value blanked: equal keys share compiled programs."""
+        return dataclasses.replace(self, **{f: 0.0 for f in HYPER_FIELDS}, seed=0,
+                                   checkpoint_every_s=0.0)
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["env_kwargs"] = dict(self.env_kwargs)
+        out["policy_hidden"] = list(self.policy_hidden)
+        out["critic_hidden"] = list(self.critic_hidden)
+        return out
+
+
+class Hyper(NamedTuple):
+    """Runtime (traced) scalars of a run: changing them never recompiles."""
+
+    bound: Any
+    learning_rate: Any
+    entropy_cost: Any
+    discount: Any
+    gae_lambda: Any
+    clip_eps: Any
+    reward_scaling: Any
+    lagrangian_lr: Any
+    lagrangian_init: Any
+    kappa_init: Any
+    kappa_factor: Any
+    kappa_decay: Any
+    kappa_max: Any
+    nu_init: Any
+    nu_lr: Any
+    nu_max: Any
+    focops_lam: Any
+    focops_eta: Any
+
+
+HYPER_FIELDS = Hyper._fields
+
+
+def hyper_of(config: TrainConfig) -> Hyper:
+    return Hyper(*(jnp.float32(getattr(config, f)) for f in HYPER_FIELDS))
+
+
+# ---- presets ---------------------------------------------------------------------------
+# `paper`: CRAX's networks and schedule and PAPER.md's budget, CRAX's sparse goal reward.
+# `cpu`: the default; small networks and budget so one run takes seconds on one core, and the
+# goal task with Safety-Gym-style distance shaping so that learning shows (DESIGN.md section 6).
+PRESETS: dict[str, dict] = {
+    "paper": dict(
+        num_envs=2048, episode_length=2000, total_steps=500_000_000, eval_episodes=100,
+        unroll_length=8, batch_size=1024, num_minibatches=32, num_epochs=6,
+        policy_hidden=(32, 32, 32, 32), critic_hidden=(256,) * 5, activation="swish",
+        chunk_updates=8,
+    ),
+    "cpu": dict(
+        num_envs=64, episode_length=250, total_steps=400_000, eval_episodes=100,
+        unroll_length=8, batch_size=64, num_minibatches=4, num_epochs=4,
+        policy_hidden=(32, 32), critic_hidden=(64, 64), activation="swish",
+        chunk_updates=100,
+    ),
+}
+# task options a preset switches on, per task (only tasks listed get them)
+PRESET_ENV_KWARGS: dict[str, dict[str, dict]] = {
+    "paper": {},
+    "cpu": {"goal": {"reward_distance_scale": 1.0}},
+}
+
+
+def _parse_value(field: dataclasses.Field, text: str):
+    default = field.default
+    if isinstance(default, bool):
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"--set {field.name}={text}: expected true or false")
+    if isinstance(default, tuple):
+        try:
+            return tuple(int(v) for v in text.split(",") if v.strip())
+        except ValueError:
+            raise ValueError(f"--set {field.name}={text}: expected comma-separated integers") from None
+    try:
+        if isinstance(default, int):
+            return int(float(text)) if float(text).is_integer() else int(text)
+        if isinstance(default, float):
+            return float(text)
+    except ValueError:
+        raise ValueError(f"--set {field.name}={text}: expected a number") from None
+    return text
+
+
+def _parse_env_value(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
+
+
+def make_config(preset: str = "cpu", overrides: dict | None = None,
+                sets: list[str] | tuple = ()) -> TrainConfig:
+    """Resolve a preset, then explicit overrides, then `--set key=value` strings.
+
+    `--set env.NAME=VALUE` sets a task option passed to envs.make.
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
+    values = dict(PRESETS[preset])
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    task = values.get("task", TrainConfig.task)
+    env_kwargs = dict(PRESET_ENV_KWARGS[preset].get(task, {}))
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    for item in sets:
+        if "=" not in item:
+            raise ValueError(f"--set {item!r}: expected key=value")
+        key, text = item.split("=", 1)
+        key = key.strip()
+        if key.startswith("env."):
+            env_kwargs[key[4:]] = _parse_env_value(text)
+            continue
+        if key not in fields or key == "env_kwargs":
+            raise ValueError(f"--set {key}: unknown config field; known: {sorted(fields)}")
+        values[key] = _parse_value(fields[key], text.strip())
+    values["env_kwargs"] = tuple(sorted(env_kwargs.items()))
+    return TrainConfig(**values).validate()

@@ -1,0 +1,311 @@
+"""The PPO core: one jitted training chunk (`lax.scan` over updates), initialisation and evaluation.
+
+One update (CRAX/Brax PPO): collect `unrolls_per_update` unrolls of `unroll_length` steps from
+all N envs with the current policy, fold the observations into the running normaliser, then
+for `num_epochs` epochs shuffle the sequences into `num_minibatches` minibatches and take one
+Adam step per minibatch on policy + critic losses (GAE computed inside the loss with the
+current critics, as Brax does), then let the algorithm update its multiplier/penalty.
+
+Episode logging happens inside the rollout: each env remembers the first episode it finished
+since the last logged iterate; once every env has one, those N episodes form an iterate and
+are written to the chunk's log buffer together with the multiplier and the latest losses.
+
+The programs close over the static config only; `Hyper` (bound, learning rates, algorithm
+scalars) and the seed are traced arguments.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from algos import distribution as dist
+from algos.config import Hyper, TrainConfig
+from algos.hooks import AlgoState, init_algo_state, policy_loss, update_multiplier
+from algos.networks import apply_mlp, init_params
+from algos.normalizer import Normalizer, init_normalizer, normalize, update_normalizer
+
+METRIC_NAMES = ("policy_loss", "value_loss", "cost_value_loss", "entropy", "approx_kl")
+EVAL_SALT = 0x5EED_E7A1 & 0x7FFFFFFF  # separates evaluation layouts from training layouts
+
+
+class Pending(NamedTuple):
+    """Per env: the first episode it finished since the last logged iterate."""
+
+    finished: jnp.ndarray  # bool [N]
+    ret: jnp.ndarray  # float32 [N]
+    cost: jnp.ndarray  # float32 [N]
+    length: jnp.ndarray  # int32 [N]
+
+
+class TrainState(NamedTuple):
+    params: dict
+    opt_state: Any
+    normalizer: Normalizer
+    env_state: Any
+    key: jnp.ndarray
+    algo: AlgoState
+    pending: Pending
+    update: jnp.ndarray  # int32: updates done
+    iterates: jnp.ndarray  # int32: iterates logged so far
+    last_metrics: jnp.ndarray  # float32 [len(METRIC_NAMES)] of the latest update
+
+
+class IterateLog(NamedTuple):
+    """Iterates logged during one chunk (rows beyond `count` are unused)."""
+
+    count: jnp.ndarray  # int32: iterates completed in the chunk (> capacity means overflow)
+    update: jnp.ndarray  # int32 [C]: update index during whose rollout the iterate completed
+    step: jnp.ndarray  # int32 [C]: rollout step within that update
+    ret: jnp.ndarray  # float32 [C, N]
+    cost: jnp.ndarray  # float32 [C, N]
+    length: jnp.ndarray  # int32 [C, N]
+    multiplier: jnp.ndarray  # float32 [C]
+    metrics: jnp.ndarray  # float32 [C, len(METRIC_NAMES)]
+
+
+class UpdateSummary(NamedTuple):
+    """Per update, for progress output."""
+
+    active: jnp.ndarray
+    mean_step_reward: jnp.ndarray
+    mean_step_cost: jnp.ndarray
+    multiplier: jnp.ndarray
+
+
+class Transition(NamedTuple):
+    obs: jnp.ndarray
+    raw_action: jnp.ndarray
+    log_prob: jnp.ndarray
+    reward: jnp.ndarray
+    cost: jnp.ndarray
+    done: jnp.ndarray
+    truncated: jnp.ndarray
+
+
+class Programs(NamedTuple):
+    """The pure functions of one static config (jit them to get its compiled programs)."""
+
+    init: Any  # (seed, hyper) -> TrainState
+    chunk: Any  # (TrainState, hyper) -> (TrainState, IterateLog, UpdateSummary)
+    evaluate: Any  # (params, normalizer, seed, noise_scale) -> Pending over eval episodes
+
+
+def gae(rewards, values, bootstrap, done, truncated, discount, lam):
+    """Brax's GAE over [B, U] sequences: truncated steps carry no advantage and no bootstrap."""
+    truncated = truncated.astype(jnp.float32)
+    not_terminal = 1.0 - done.astype(jnp.float32) * (1.0 - truncated)
+    keep = 1.0 - truncated
+    values_next = jnp.concatenate([values[:, 1:], bootstrap[:, None]], axis=1)
+    deltas = (rewards + discount * not_terminal * values_next - values) * keep
+
+    def backward(acc, x):
+        delta, nt, k = x
+        acc = delta + discount * nt * k * lam * acc
+        return acc, acc
+
+    _, acc = jax.lax.scan(backward, jnp.zeros_like(bootstrap), (deltas.T, not_terminal.T, keep.T), reverse=True)
+    vs = acc.T + values
+    vs_next = jnp.concatenate([vs[:, 1:], bootstrap[:, None]], axis=1)
+    advantages = (rewards + discount * not_terminal * vs_next - values) * keep
+    return jax.lax.stop_gradient(vs), jax.lax.stop_gradient(advantages)
+
+
+def make_env(config: TrainConfig):
+    import envs  # imported here so algos imports without the envs package being built
+
+    return envs.make(config.task, backend=config.backend, level=config.level,
+                     episode_length=config.episode_length, **dict(config.env_kwargs))
+
+
+@functools.lru_cache(maxsize=None)
+def _programs_cached(static: TrainConfig, env) -> Programs:
+    return _build_programs(static, env)
+
+
+def build_programs(config: TrainConfig, env=None) -> Programs:
+    """The (unjitted) init / chunk / evaluate functions; shared by every config with equal static part."""
+    return _programs_cached(config.static_key(), env if env is not None else make_env(config))
+
+
+def _build_programs(cfg: TrainConfig, env) -> Programs:
+    N, T, U = cfg.num_envs, cfg.episode_length, cfg.unroll_length
+    R, M, B = cfg.unrolls_per_update, cfg.num_minibatches, cfg.batch_size
+    S = R * U  # rollout steps per env per update
+    C = cfg.iterate_capacity
+    act, use_norm, algo = cfg.activation, cfg.normalize_observations, cfg.algo
+    with_cost = cfg.uses_cost_critic
+    adam = optax.scale_by_adam()
+    num_updates = cfg.num_updates
+    n_metrics = len(METRIC_NAMES)
+
+    def policy_dist(params, norm, obs):
+        return dist.split_output(apply_mlp(params["policy"], normalize(norm, obs, use_norm), act))
+
+    def empty_pending(n):
+        return Pending(jnp.zeros((n,), bool), jnp.zeros((n,), jnp.float32), jnp.zeros((n,), jnp.float32),
+                       jnp.zeros((n,), jnp.int32))
+
+    def record_finished(pending: Pending, env_state) -> Pending:
+        newly = env_state.done & ~pending.finished
+        return Pending(pending.finished | env_state.done,
+                       jnp.where(newly, env_state.finished_return, pending.ret),
+                       jnp.where(newly, env_state.finished_cost, pending.cost),
+                       jnp.where(newly, env_state.finished_length.astype(jnp.int32), pending.length))
+
+    # ---- init ------------------------------------------------------------------------
+    def init(seed, h: Hyper) -> TrainState:
+        key = jax.random.PRNGKey(seed)
+        k_params, k_env, k_run = jax.random.split(key, 3)
+        params = init_params(k_params, env.observation_size, env.action_size, cfg.policy_hidden,
+                             cfg.critic_hidden, with_cost)
+        env_state = jax.vmap(env.reset)(jax.random.split(k_env, N))
+        return TrainState(params, adam.init(params), init_normalizer(env.observation_size), env_state, k_run,
+                          init_algo_state(algo, h), empty_pending(N), jnp.int32(0), jnp.int32(0),
+                          jnp.full((n_metrics,), jnp.nan, jnp.float32))
+
+    # ---- loss ------------------------------------------------------------------------
+    def loss_fn(params, mb: Transition, norm, algo_state, h: Hyper, key):
+        obs = normalize(norm, mb.obs, use_norm)  # [B, U+1, O]
+        mu, sigma = dist.split_output(apply_mlp(params["policy"], obs[:, :-1], act))
+        log_ratio = dist.log_prob(mb.raw_action, mu, sigma) - mb.log_prob
+        ratio = jnp.exp(log_ratio)
+        values = apply_mlp(params["value"], obs, act)[..., 0]
+        vs, adv = gae(mb.reward * h.reward_scaling, values[:, :-1], values[:, -1], mb.done, mb.truncated,
+                      h.discount, h.gae_lambda)
+        value_loss = 0.25 * jnp.mean(jnp.square(vs - values[:, :-1]))
+        if with_cost:
+            cvalues = apply_mlp(params["cost_value"], obs, act)[..., 0]
+            cvs, cost_adv = gae(mb.cost, cvalues[:, :-1], cvalues[:, -1], mb.done, mb.truncated,
+                                h.discount, h.gae_lambda)
+            cost_value_loss = 0.25 * jnp.mean(jnp.square(cvs - cvalues[:, :-1]))
+        else:
+            cost_adv, cost_value_loss = jnp.zeros_like(adv), jnp.float32(jnp.nan)
+        pol_loss = policy_loss(algo, ratio, adv, cost_adv, algo_state, h)
+        entropy = jnp.mean(dist.entropy(key, mu, sigma))
+        total = pol_loss + value_loss + (cost_value_loss if with_cost else 0.0) - h.entropy_cost * entropy
+        approx_kl = jnp.mean((ratio - 1.0) - log_ratio)
+        return total, jnp.stack([pol_loss, value_loss, cost_value_loss, entropy, approx_kl])
+
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+    # ---- one update ------------------------------------------------------------------
+    def do_update(state: TrainState, log: IterateLog, h: Hyper):
+        key, k_roll, k_sgd = jax.random.split(state.key, 3)
+        norm = state.normalizer
+
+        def rollout_step(carry, step_index):
+            env_state, pending, log, key = carry
+            key, k_act = jax.random.split(key)
+            obs = env_state.obs
+            mu, sigma = policy_dist(state.params, norm, obs)
+            z = dist.sample_pre_tanh(k_act, mu, sigma)
+            next_state = jax.vmap(env.step)(env_state, jnp.tanh(z))
+            pending = record_finished(pending, next_state)
+            complete = jnp.all(pending.finished)
+            index = jnp.minimum(log.count, C - 1)
+
+            def write(log: IterateLog) -> IterateLog:
+                return IterateLog(
+                    log.count, log.update.at[index].set(state.update), log.step.at[index].set(step_index),
+                    log.ret.at[index].set(pending.ret), log.cost.at[index].set(pending.cost),
+                    log.length.at[index].set(pending.length), log.multiplier.at[index].set(state.algo.multiplier),
+                    log.metrics.at[index].set(state.last_metrics))
+
+            log = jax.lax.cond(complete & (log.count < C), write, lambda log: log, log)
+            log = log._replace(count=log.count + complete.astype(jnp.int32))
+            pending = jax.tree_util.tree_map(lambda e, p: jnp.where(complete, e, p), empty_pending(N), pending)
+            transition = Transition(obs, z, dist.log_prob(z, mu, sigma), next_state.reward, next_state.cost,
+                                    next_state.done, next_state.truncated)
+            return (next_state, pending, log, key), transition
+
+        (env_state, pending, log, _), traj = jax.lax.scan(
+            rollout_step, (state.env_state, state.pending, log, k_roll), jnp.arange(S, dtype=jnp.int32))
+        if use_norm:
+            norm = update_normalizer(norm, traj.obs)
+
+        # [S, N, ...] -> R*N sequences of U steps; observations get one more step for the bootstrap
+        all_obs = jnp.concatenate([traj.obs, env_state.obs[None]], axis=0)  # [S+1, N, O]
+        obs_index = jnp.arange(R)[:, None] * U + jnp.arange(U + 1)[None, :]  # [R, U+1]
+
+        def to_sequences(x, steps):
+            x = x.reshape(R, steps, N, *x.shape[2:]) if steps == U else x
+            x = jnp.swapaxes(x, 1, 2)  # [R, N, steps, ...]
+            return x.reshape(R * N, steps, *x.shape[3:])
+
+        data = Transition(to_sequences(all_obs[obs_index], U + 1),
+                          *(to_sequences(x, U) for x in traj[1:]))
+
+        def sgd_step(carry, xs):
+            params, opt_state = carry
+            minibatch, key = xs
+            (_, metrics), grads = grad_fn(params, minibatch, norm, state.algo, h, key)
+            updates, opt_state = adam.update(grads, opt_state, params)
+            params = jax.tree_util.tree_map(lambda p, u: p - h.learning_rate * u, params, updates)
+            return (params, opt_state), metrics
+
+        def epoch(carry, key):
+            k_perm, k_mb = jax.random.split(key)
+            perm = jax.random.permutation(k_perm, R * N)
+            shuffled = jax.tree_util.tree_map(lambda x: x[perm].reshape(M, B, *x.shape[1:]), data)
+            return jax.lax.scan(sgd_step, carry, (shuffled, jax.random.split(k_mb, M)))
+
+        (params, opt_state), metrics = jax.lax.scan(
+            epoch, (state.params, state.opt_state), jax.random.split(k_sgd, cfg.num_epochs))
+        mean_cost = jnp.mean(traj.cost)
+        algo_state = update_multiplier(algo, state.algo, mean_cost, h, T)
+        new_state = TrainState(params, opt_state, norm, env_state, key, algo_state, pending, state.update + 1,
+                               state.iterates, jnp.mean(metrics, axis=(0, 1)))
+        summary = UpdateSummary(jnp.bool_(True), jnp.mean(traj.reward), mean_cost, algo_state.multiplier)
+        return new_state, log, summary
+
+    # ---- chunk -----------------------------------------------------------------------
+    def chunk(state: TrainState, h: Hyper):
+        log = IterateLog(jnp.int32(0), jnp.zeros((C,), jnp.int32), jnp.zeros((C,), jnp.int32),
+                         jnp.zeros((C, N), jnp.float32), jnp.zeros((C, N), jnp.float32),
+                         jnp.zeros((C, N), jnp.int32), jnp.zeros((C,), jnp.float32),
+                         jnp.zeros((C, n_metrics), jnp.float32))
+
+        def body(carry, _):
+            state, log = carry
+
+            def run(args):
+                state, log, summary = do_update(*args, h)
+                return (state, log), summary
+
+            def skip(args):
+                zero = jnp.float32(0.0)
+                return args, UpdateSummary(jnp.bool_(False), zero, zero, args[0].algo.multiplier)
+
+            return jax.lax.cond(state.update < num_updates, run, skip, (state, log))
+
+        (state, log), summaries = jax.lax.scan(body, (state, log), None, length=cfg.chunk_updates)
+        state = state._replace(iterates=state.iterates + log.count)
+        return state, log, summaries
+
+    # ---- evaluation ------------------------------------------------------------------
+    E = cfg.eval_episodes
+
+    def evaluate(params, norm, seed, noise_scale):
+        """E fresh-layout episodes; noise_scale 1 samples the policy, 0 acts with its mode tanh(mu).
+
+        Both settings use the same layouts and the same noise draws, so they differ only in the noise.
+        """
+        k_reset, k_noise = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), EVAL_SALT))
+        env_state = jax.vmap(env.reset)(jax.random.split(k_reset, E))
+
+        def step(carry, _):
+            env_state, pending, key = carry
+            key, k_act = jax.random.split(key)
+            mu, sigma = policy_dist(params, norm, env_state.obs)
+            z = dist.sample_pre_tanh(k_act, mu, sigma, noise_scale)
+            env_state = jax.vmap(env.step)(env_state, jnp.tanh(z))
+            return (env_state, record_finished(pending, env_state), key), None
+
+        (_, pending, _), _ = jax.lax.scan(step, (env_state, empty_pending(E), k_noise), None, length=T)
+        return pending
+
+    return Programs(init, chunk, evaluate)

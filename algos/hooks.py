@@ -1,0 +1,92 @@
+"""The four algorithms as hooks on the PPO core: a policy loss and a multiplier/penalty update.
+
+Each follows CRAX's variant (../shared/crax-brief.md section 10). Notation: rho is the
+probability ratio pi/pi_old, A the reward advantage standardised per minibatch, A_C the raw
+cost advantage, c the batch's mean per-step cost and b = d / T the per-step bound. The
+multiplier is updated once per update, after the SGD epochs, from c - b.
+
+* PPO: -mean(min(rho A, clip(rho) A)). No cost critic.
+* PPO-Lag (Ray et al. 2019): A' = A - lambda * standardise(A_C), clipped surrogate on A';
+  lambda <- max(0, lambda + lr * (c - b)). CRAX departs from the usual form by not dividing
+  A' by (1 + lambda) and by comparing the per-step batch cost with d / T instead of episode
+  costs with d.
+* P3O (Zhang et al. 2022): L_R + kappa * [relu(S_C + (1 - gamma) * Delta) + 0.1 * relu(Delta)]
+  with S_C = mean(max(rho A_C, clip(rho) A_C)) and Delta = c - b of the *previous* update;
+  kappa <- min(factor * kappa, kappa_max) on violation, else max(decay * kappa, kappa_init).
+  CRAX departs from the paper by using the per-step violation (not J_C - d) in the penalty, by
+  the extra 0.1 * relu(Delta) term, and by adapting kappa instead of keeping it fixed.
+* FOCOPS (Zhang et al. 2020): A~ = (A - nu * A_C) / (1 + nu); loss
+  -mean(rho * A~) / lam * m with m = 1 if KL <= eta else eta / KL (KL = mean(rho - 1 - log rho),
+  not stop-gradient); nu <- clip(nu + nu_lr * (c - b), 0, nu_max). CRAX departs from the
+  paper: no per-state KL term (lam only divides the surrogate), a batch-level KL early-stop
+  factor m instead of per-state masking, and no ratio clipping.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from algos.config import Hyper
+
+
+class AlgoState(NamedTuple):
+    multiplier: jnp.ndarray  # PPO-Lag lambda, P3O kappa, FOCOPS nu; 0 for PPO
+    last_violation: jnp.ndarray  # c - d/T of the latest update (P3O's Delta)
+
+
+def init_algo_state(algo: str, h: Hyper) -> AlgoState:
+    initial = {"ppo": jnp.float32(0.0), "ppo_lag": h.lagrangian_init, "p3o": h.kappa_init,
+               "focops": h.nu_init}[algo]
+    return AlgoState(jnp.asarray(initial, jnp.float32), jnp.float32(0.0))
+
+
+def standardise(x):
+    return (x - jnp.mean(x)) / (jnp.std(x) + 1e-8)
+
+
+def clipped_surrogate(ratio, adv, clip_eps):
+    """-mean(min(rho A, clip(rho, 1 +- eps) A)): PPO's loss for maximising A."""
+    return -jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv))
+
+
+def policy_loss(algo: str, ratio, adv, cost_adv, state: AlgoState, h: Hyper):
+    """The algorithm's policy objective for one minibatch. adv: raw reward advantages."""
+    adv_std = standardise(adv)
+    multiplier = jax.lax.stop_gradient(state.multiplier)
+    if algo == "ppo":
+        return clipped_surrogate(ratio, adv_std, h.clip_eps)
+    if algo == "ppo_lag":
+        return clipped_surrogate(ratio, adv_std - multiplier * standardise(cost_adv), h.clip_eps)
+    if algo == "p3o":
+        reward_loss = clipped_surrogate(ratio, adv_std, h.clip_eps)
+        clipped = jnp.clip(ratio, 1.0 - h.clip_eps, 1.0 + h.clip_eps)
+        cost_surrogate = jnp.mean(jnp.maximum(ratio * cost_adv, clipped * cost_adv))
+        delta = state.last_violation
+        penalty = jax.nn.relu(cost_surrogate + (1.0 - h.discount) * delta) + 0.1 * jax.nn.relu(delta)
+        return reward_loss + multiplier * penalty
+    if algo == "focops":
+        combined = (adv_std - multiplier * cost_adv) / (1.0 + multiplier)
+        kl = jnp.mean((ratio - 1.0) - jnp.log(ratio))
+        factor = jnp.where(kl <= h.focops_eta, 1.0, h.focops_eta / (kl + 1e-8))
+        return -jnp.mean(ratio * combined) / h.focops_lam * factor
+    raise ValueError(f"unknown algo {algo!r}")
+
+
+def update_multiplier(algo: str, state: AlgoState, mean_step_cost, h: Hyper, episode_length: int) -> AlgoState:
+    """Once per update: move the multiplier/penalty by the per-step violation c - d/T."""
+    violation = jnp.asarray(mean_step_cost, jnp.float32) - h.bound / episode_length
+    m = state.multiplier
+    if algo == "ppo":
+        new = m
+    elif algo == "ppo_lag":
+        new = jnp.maximum(0.0, m + h.lagrangian_lr * violation)
+    elif algo == "p3o":
+        new = jnp.where(violation > 0, jnp.minimum(h.kappa_factor * m, h.kappa_max),
+                        jnp.maximum(h.kappa_decay * m, h.kappa_init))
+    elif algo == "focops":
+        new = jnp.clip(m + h.nu_lr * violation, 0.0, h.nu_max)
+    else:
+        raise ValueError(f"unknown algo {algo!r}")
+    return AlgoState(jnp.asarray(new, jnp.float32), violation)

@@ -1,0 +1,45 @@
+"""Plain-JAX MLPs for the policy and the critics (CRAX: lecun-uniform kernels, zero biases)."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+ACTIVATION_FNS = {"swish": jax.nn.swish, "tanh": jnp.tanh, "relu": jax.nn.relu, "elu": jax.nn.elu}
+
+
+def init_mlp(key, sizes: tuple) -> list:
+    """Layers [{'w', 'b'}] for consecutive sizes (input, hidden..., output)."""
+    layers = []
+    for key_layer, (fan_in, fan_out) in zip(jax.random.split(key, len(sizes) - 1), zip(sizes[:-1], sizes[1:])):
+        limit = jnp.sqrt(3.0 / fan_in)  # lecun uniform: variance 1 / fan_in
+        w = jax.random.uniform(key_layer, (fan_in, fan_out), jnp.float32, -limit, limit)
+        layers.append({"w": w, "b": jnp.zeros((fan_out,), jnp.float32)})
+    return layers
+
+
+def apply_mlp(layers: list, x, activation: str):
+    act = ACTIVATION_FNS[activation]
+    for layer in layers[:-1]:
+        x = act(x @ layer["w"] + layer["b"])
+    return x @ layers[-1]["w"] + layers[-1]["b"]
+
+
+def init_params(key, obs_size: int, action_size: int, policy_hidden: tuple, critic_hidden: tuple,
+                with_cost_critic: bool) -> dict:
+    """Policy (outputs mean and raw scale per action), reward critic, optional cost critic.
+
+    As in CRAX the cost critic is initialised with the reward critic's key, so both start equal.
+    """
+    key_policy, key_value = jax.random.split(key)
+    params = {
+        "policy": init_mlp(key_policy, (obs_size, *policy_hidden, 2 * action_size)),
+        "value": init_mlp(key_value, (obs_size, *critic_hidden, 1)),
+    }
+    if with_cost_critic:
+        params["cost_value"] = init_mlp(key_value, (obs_size, *critic_hidden, 1))
+    return params
+
+
+def mlp_flops_per_input(sizes: tuple) -> int:
+    """Forward FLOPs (2 per multiply-add) of one input through dense layers of these sizes."""
+    return sum(2 * a * b for a, b in zip(sizes[:-1], sizes[1:]))
