@@ -6,6 +6,7 @@ import argparse
 import sys
 import warnings
 
+from .aggregate import DEFAULT_REPS, ESTIMATORS
 from .schema import EpisodeTableError, MetricsWarning, ThresholdError
 
 
@@ -13,6 +14,36 @@ def _summarise(args):
     from .summary import summarise, write_summary
 
     write_summary(summarise(args.episodes), args.out)
+
+
+def _aggregate(args):
+    from .aggregate import aggregate, write_aggregate
+    from .summary import read_summaries
+
+    write_aggregate(aggregate(read_summaries(args.summaries), args.reps, args.seed, args.estimator), args.out)
+
+
+def _tiers(args):
+    from .tiers import tiers
+
+    tiers(args.dir, args.thresholds, args.out)
+
+
+def _evaluate(args):
+    from .evaluate import evaluate
+
+    evaluate(args.episodes, args.out, args.reps, args.seed, args.thresholds, args.estimator)
+
+
+def _bootstrap_options(p):
+    p.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"bootstrap replicates B (default {DEFAULT_REPS})")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument(
+        "--estimator",
+        choices=ESTIMATORS,
+        default="stratified",
+        help="stratified: IQM over (task, bound) of seed means (PAPER.md); pooled: rliable's IQM over all runs",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,11 +54,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("episodes", nargs="+", help="episode tables (.parquet, .csv)")
     p.add_argument("--out", required=True, help="summary file to write (Parquet)")
     p.set_defaults(func=_summarise)
+
+    p = sub.add_parser("aggregate", help="stage 2: IQMs, bootstrap, CDFs, per-condition statistics")
+    p.add_argument("summaries", nargs="+", help="summary files written by `summarise`")
+    p.add_argument("--out", required=True, help="folder to write into")
+    _bootstrap_options(p)
+    p.set_defaults(func=_aggregate)
+
+    p = sub.add_parser("tiers", help="stage 3: tiers.csv and conditions.csv from stage 2's folder")
+    p.add_argument("dir", help="folder written by `aggregate`")
+    p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: PAPER.md Table 1)")
+    p.add_argument("--out", default=None, help="folder to write into (default: DIR)")
+    p.set_defaults(func=_tiers)
+
+    p = sub.add_parser("evaluate", help="all three stages: episode files -> every output in one folder")
+    p.add_argument("episodes", nargs="+", help="episode tables (.parquet, .csv)")
+    p.add_argument("--out", required=True, help="folder to write into")
+    p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: PAPER.md Table 1)")
+    _bootstrap_options(p)
+    p.set_defaults(func=_evaluate)
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "reps", 1) < 1 or getattr(args, "seed", 0) < 0:
+        print("error: --reps must be >= 1 and --seed >= 0", file=sys.stderr)
+        return 2
     with warnings.catch_warnings():
         warnings.simplefilter("always", MetricsWarning)
         warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"

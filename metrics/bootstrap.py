@@ -1,0 +1,53 @@
+"""IQM and the stratified bootstrap (PAPER.md, Aggregation 3-4), vectorised over replicates."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+from scipy.stats import trim_mean
+
+CI_PERCENTILES = (2.5, 97.5)
+
+
+def iqm(values, axis=0):
+    """Interquartile mean: scipy.stats.trim_mean(values, 0.25) (cuts floor(n/4) from each end)."""
+    return trim_mean(values, 0.25, axis=axis)
+
+
+def percentile_ci(replicates, axis=0):
+    """95 % percentile interval (2.5th and 97.5th percentiles, numpy's linear interpolation)."""
+    low, high = np.percentile(replicates, CI_PERCENTILES, axis=axis)
+    return low, high
+
+
+def group_rng(seed: int, *names) -> np.random.Generator:
+    """A generator for one (algo, phase) group: depends on the seed and the group's names only,
+    so an algorithm's CIs do not change when other algorithms are added or removed."""
+    words = [int(seed)] + [zlib.crc32(str(n).encode()) for n in names]
+    return np.random.default_rng(words)
+
+
+def stratified_draws(stratum_sizes, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices (reps, n) of resampled runs: inside each stratum, n_s draws with replacement
+    from that stratum's n_s runs. Runs are laid out stratum after stratum (sizes may differ).
+    One draw serves every metric (and the CDF) of a replicate."""
+    sizes = np.asarray(stratum_sizes, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    size_of_slot = np.repeat(sizes, sizes)
+    offset_of_slot = np.repeat(offsets, sizes)
+    return offset_of_slot + rng.integers(0, size_of_slot, size=(reps, size_of_slot.size))
+
+
+def stratum_means(values: np.ndarray, draws: np.ndarray, stratum_sizes) -> np.ndarray:
+    """Mean over each stratum's drawn runs: values (n, m), draws (reps, n) -> (reps, S, m)."""
+    sizes = np.asarray(stratum_sizes)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return np.add.reduceat(values[draws], starts, axis=1) / sizes[None, :, None]
+
+
+def draw_counts(draws: np.ndarray, n: int) -> np.ndarray:
+    """How often each run was drawn in each replicate: (reps, n) -> (reps, n) counts."""
+    reps = draws.shape[0]
+    flat = (np.arange(reps)[:, None] * n + draws).ravel()
+    return np.bincount(flat, minlength=reps * n).reshape(reps, n)
