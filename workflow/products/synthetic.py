@@ -51,3 +51,25 @@ def _block(task, bound, algo, seed, phase, iteration, returns, costs) -> pd.Data
     return pd.DataFrame({"task": task, "bound": float(bound), "algo": algo, "seed": int(seed), "phase": phase,
                          "iteration": int(iteration), "episode": np.arange(n), "return": returns, "cost": costs,
                          "length": 100})
+
+
+def write_sweep(root, episodes: pd.DataFrame, traces: pd.DataFrame) -> list[dict]:
+    """Lay the sweep out as run folders (DESIGN.md section 2) under `root`: per run
+    episodes.parquet, trace.parquet and the metrics engine's stage-1 summary.parquet.
+    Returns the runs (task, bound, algo, seed, dir)."""
+    import os
+
+    from metrics.summary import summarise, write_summary
+
+    runs = []
+    for (task, bound, algo, seed), group in episodes.groupby(["task", "bound", "algo", "seed"], sort=True):
+        folder = os.path.join(str(root), task, f"d{bound:g}", algo, f"seed{seed}")
+        os.makedirs(folder, exist_ok=True)
+        group.to_parquet(os.path.join(folder, "episodes.parquet"), index=False)
+        trace = traces[(traces["task"] == task) & (traces["bound"] == bound) & (traces["algo"] == algo)
+                       & (traces["seed"] == seed)]
+        trace.drop(columns=["task", "bound", "algo", "seed"]).to_parquet(os.path.join(folder, "trace.parquet"),
+                                                                           index=False)
+        write_summary(summarise(os.path.join(folder, "episodes.parquet")), os.path.join(folder, "summary.parquet"))
+        runs.append({"task": task, "bound": float(bound), "algo": algo, "seed": int(seed), "dir": folder})
+    return runs

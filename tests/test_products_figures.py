@@ -1,0 +1,162 @@
+"""Figures built from a small synthetic sweep run through the metrics engine's stage 1:
+valid PDF/PNG files, and the numbers they show equal the engine's."""
+import glob
+import hashlib
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metrics.summary import read_summaries
+from workflow.products import build, fig_final, fig_training, settings, synthetic
+
+PDF_MAGIC = b"%PDF-"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    episodes, traces = synthetic.synthetic_sweep()
+    runs = synthetic.write_sweep(root, episodes, traces)
+    return {"root": str(root), "runs": runs, "episodes": episodes, "traces": traces}
+
+
+@pytest.fixture
+def cfg():
+    return settings.resolve(None)
+
+
+def assert_figure_files(pdf, png, min_bytes=10_000):
+    with open(pdf, "rb") as f:
+        assert f.read(5) == PDF_MAGIC
+    with open(png, "rb") as f:
+        assert f.read(8) == PNG_MAGIC
+    assert os.path.getsize(pdf) > min_bytes and os.path.getsize(png) > min_bytes
+    assert not glob.glob(os.path.join(os.path.dirname(pdf), ".*.tmp"))  # no temp files left behind
+
+
+def _paths(tmp_path, name):
+    return [str(tmp_path / f"{name}.pdf"), str(tmp_path / f"{name}.png")]
+
+
+def _runs(sweep, name, task=None):
+    return [os.path.join(r["dir"], name) for r in sweep["runs"] if task is None or r["task"] == task]
+
+
+def test_figure1_files_and_legend_violation_rates_equal_the_engines(sweep, cfg, tmp_path):
+    run = {"task": "circle", "bound": 25.0, "algo": "focops", "seed": 1}
+    summary_path = os.path.join(sweep["root"], "circle", "d25", "focops", "seed1", "summary.parquet")
+    out = _paths(tmp_path, "figure1")
+    build.figure1(summary_path, out, cfg, run)
+    assert_figure_files(*out)
+
+    summary = read_summaries([summary_path])
+    v = summary.runs.set_index("phase")["V"]
+    costs = summary.final_episodes
+    fig = fig_final.figure1(costs, {p: v[p] for p in fig_final.FINAL_PHASES}, task="circle", bound=25.0,
+                            algo="focops", seed=1)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    # V of this run by hand from the raw episodes: share of final episodes with cost > d.
+    raw = sweep["episodes"]
+    raw = raw[(raw.task == "circle") & (raw.bound == 25.0) & (raw.algo == "focops") & (raw.seed == 1)]
+    for phase, name in (("final_explore", "with exploration noise"), ("final_greedy", "greedy")):
+        by_hand = float((raw[raw.phase == phase]["cost"] > 25.0).mean())
+        assert v[phase] == pytest.approx(by_hand)
+        assert any(label.startswith(name) and f"V = {100 * by_hand:.0f} %" in label for label in labels), labels
+    assert "bound d = 25" in labels
+    # every final episode is drawn, one marker each
+    assert sum(len(c.get_offsets()) for c in fig.axes[0].collections) == len(costs)
+
+
+def test_figure1_without_a_final_phase_is_a_clear_error(tmp_path):
+    costs = pd.DataFrame({"phase": ["final_explore"], "episode": [0], "cost": [1.0]})
+    with pytest.raises(ValueError, match="no final_greedy episodes"):
+        fig_final.figure1(costs, {"final_explore": 0.0, "final_greedy": 0.0}, task="goal", bound=25, algo="ppo",
+                          seed=0)
+
+
+def test_final_cost_figure_annotates_mean_over_seeds_violation(sweep, cfg, tmp_path):
+    out = _paths(tmp_path, "figureA_final_goal")
+    build.figure_final_costs(_runs(sweep, "summary.parquet", "goal"), "goal", out, cfg)
+    assert_figure_files(*out)
+
+    summary = read_summaries(_runs(sweep, "summary.parquet", "goal"))
+    violation = build.condition_violation(summary.runs)
+    fig = fig_final.figure_final_costs(summary.final_episodes, violation[violation.task == "goal"], task="goal")
+    raw = sweep["episodes"]
+    raw = raw[(raw.task == "goal") & raw.phase.isin(fig_final.FINAL_PHASES)]
+    by_hand = (raw.assign(v=raw.cost > raw.bound).groupby(["bound", "algo", "phase", "seed"])["v"].mean()
+               .groupby(["bound", "algo", "phase"]).mean())
+    for ax, bound in zip(fig.axes, sorted(raw.bound.unique())):
+        shown = sorted(float(t.get_text()) for t in ax.texts)
+        expected = sorted(round(float(x), 2) for x in by_hand.loc[bound].to_numpy())
+        assert shown == pytest.approx(expected, abs=1e-9)
+        assert ax.get_title() == f"d = {bound:g}"
+
+
+def test_seed_band_is_the_mean_and_std_over_seeds_of_the_moving_average():
+    df = pd.DataFrame({"seed": [0, 0, 0, 1, 1, 1], "iteration": [0, 1, 2, 0, 1, 2],
+                       "R": [1.0, 3.0, 5.0, 3.0, 5.0, 7.0]})
+    band = fig_training.seed_band(df, "R", "iteration", window=2)
+    # seed 0 smoothed: 1, 2, 4; seed 1: 3, 4, 6 -> means 2, 3, 5; sample std sqrt(2) each
+    assert band["mean"].tolist() == [2.0, 3.0, 5.0]
+    assert band["std"].to_numpy() == pytest.approx([np.sqrt(2)] * 3)
+    one_seed = fig_training.seed_band(df[df.seed == 0], "R", "iteration", window=1)
+    assert one_seed["std"].tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="window must be >= 1"):
+        fig_training.seed_band(df, "R", "iteration", window=0)
+
+
+def test_training_curves_plot_the_engines_per_iterate_metrics(sweep, cfg, tmp_path):
+    out = _paths(tmp_path, "figureA_curves_circle")
+    summaries = _runs(sweep, "summary.parquet", "circle")
+    build.figure_training_curves(summaries, _runs(sweep, "trace.parquet", "circle"), "circle", out, cfg)
+    assert_figure_files(*out)
+
+    iterates = read_summaries(summaries).iterates
+    iterates = iterates[iterates.phase == "train"].merge(sweep["traces"], on=["task", "bound", "algo", "seed", "iteration"])
+    fig = fig_training.figure_training_curves(iterates, task="circle", window=1)
+    cost_ax = fig.axes[2]  # row 2 (cost), first bound
+    line = next(l for l in cost_ax.get_lines() if l.get_label() == "PPO-Lag")
+    expected = (iterates[(iterates.bound == 15.0) & (iterates.algo == "ppo_lag")]
+                .groupby("env_steps")["C"].mean())
+    assert line.get_xdata().tolist() == expected.index.tolist()
+    assert line.get_ydata() == pytest.approx(expected.to_numpy())
+    assert cost_ax.get_ylabel().startswith("episode cost C")
+    assert any(l.get_label() == "bound d" and l.get_ydata()[0] == 15.0 for l in cost_ax.get_lines())
+
+
+def test_multiplier_figure_leaves_out_algorithms_without_a_multiplier(sweep, cfg, tmp_path):
+    out = _paths(tmp_path, "figureA2")
+    build.figure_multipliers(_runs(sweep, "trace.parquet"), out, cfg)
+    assert_figure_files(*out)
+    traces = build._read_traces(_runs(sweep, "trace.parquet"))
+    fig = fig_training.figure_multipliers(traces)
+    labels = {l.get_label() for ax in fig.axes for l in ax.get_lines()}
+    assert labels == {"PPO-Lag", "P3O", "FOCOPS"}
+    assert len(fig.axes) == 2 * 2  # tasks x bounds
+    ax = fig.axes[0]  # goal (paper order first), d = 15
+    line = next(l for l in ax.get_lines() if l.get_label() == "P3O")
+    t = traces[(traces.task == "goal") & (traces.bound == 15.0) & (traces.algo == "p3o")]
+    assert line.get_ydata() == pytest.approx(t.groupby("env_steps")["multiplier"].mean().to_numpy())
+
+
+def test_trace_outside_a_run_folder_without_keys_is_a_clear_error(tmp_path):
+    path = tmp_path / "trace.parquet"
+    pd.DataFrame({"iteration": [0], "multiplier": [0.0]}).to_parquet(path)
+    with pytest.raises(ValueError, match="expected a run file"):
+        build._read_traces([str(path)])
+    pd.DataFrame({"iteration": [0]}).to_parquet(path)
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['multiplier'\]"):
+        build._read_traces([str(path)])
+
+
+def test_figures_are_byte_identical_when_rebuilt(sweep, cfg, tmp_path):
+    digests = []
+    for i in range(2):
+        out = _paths(tmp_path, f"again{i}")
+        build.figure_multipliers(_runs(sweep, "trace.parquet", "goal"), out, cfg)
+        digests.append([hashlib.sha256(open(p, "rb").read()).hexdigest() for p in out])
+    assert digests[0] == digests[1]
