@@ -83,7 +83,7 @@ def test_final_cost_figure_annotates_mean_over_seeds_violation(sweep, cfg, tmp_p
     assert_figure_files(*out)
 
     summary = read_summaries(_runs(sweep, "summary.parquet", "goal"))
-    violation = build.condition_violation(summary.runs)
+    violation = build.condition_violation(summary)
     fig = fig_final.figure_final_costs(summary.final_episodes, violation[violation.task == "goal"], task="goal")
     raw = sweep["episodes"]
     raw = raw[(raw.task == "goal") & raw.phase.isin(fig_final.FINAL_PHASES)]

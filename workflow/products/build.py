@@ -86,16 +86,23 @@ def figure1(summary_path, out, settings: dict, run: dict) -> None:
     save_figure(fig, out, dpi=settings["dpi"])
 
 
-def condition_violation(runs: pd.DataFrame) -> pd.DataFrame:
-    """V per (task, bound, algo, phase): the mean over seeds of each run's V (PAPER.md
-    aggregation step 2), from the summaries' `runs` table."""
-    return runs.groupby(["task", "bound", "algo", "phase"], as_index=False)["V"].mean()
+def condition_violation(summary) -> pd.DataFrame:
+    """V per (task, bound, algo, phase): the metrics engine's mean over seeds of each run's V
+    (its per-condition statistics, PAPER.md aggregation step 2), threshold-free."""
+    import warnings
+
+    from metrics import MetricsWarning, aggregate
+
+    with warnings.catch_warnings():  # missing strata / single seeds are reported by the metrics rules
+        warnings.simplefilter("ignore", MetricsWarning)
+        stats = aggregate(summary, reps=1).condition_stats
+    return stats[["task", "bound", "algo", "phase", "V_mean"]].rename(columns={"V_mean": "V"})
 
 
 def figure_final_costs(summary_paths, task: str, out, settings: dict) -> None:
     _settings_rc(settings)
     summary = _read_summaries(summary_paths)
-    violation = condition_violation(summary.runs)
+    violation = condition_violation(summary)
     fig = fig_final.figure_final_costs(summary.final_episodes, violation[violation["task"] == task], task=task)
     save_figure(fig, out, dpi=settings["dpi"])
 
@@ -119,3 +126,34 @@ def figure_multipliers(trace_paths, out, settings: dict) -> None:
     _settings_rc(settings)
     fig = fig_training.figure_multipliers(_read_traces(trace_paths), yscale=settings["multiplier_yscale"])
     save_figure(fig, out, dpi=settings["dpi"])
+
+
+def task_table(conditions_csv, task: str, out: dict, settings: dict) -> tables.Table:
+    """Tables A.4 onwards: one task's per-condition table from conditions.csv."""
+    table = tables.task_table(pd.read_csv(conditions_csv), task, decimals=settings["decimals"])
+    save_table(table, out["csv"], out["md"], out["tex"], out.get("html"))
+    return table
+
+
+def figure_cdf(cdf_parquet, out, settings: dict, xmax: float) -> None:
+    """Figure 2 (xmax 2) or Figure A.1 (xmax about 20) from cdf.parquet."""
+    from . import fig_cdf
+
+    _settings_rc(settings)
+    save_figure(fig_cdf.figure_cdf(pd.read_parquet(cdf_parquet), xmax=float(xmax)), out, dpi=settings["dpi"])
+
+
+def tier_sensitivity(iqm_csv, bootstrap_parquet, thresholds: dict, out, settings: dict):
+    """The tier-sensitivity figure; returns (shares, sweep) as drawn. Tiers come from the
+    metrics engine's `tier_of` with the configured thresholds (validated by the engine)."""
+    from metrics import tier_of, validate_thresholds
+
+    from . import fig_sensitivity
+
+    thresholds = validate_thresholds(dict(thresholds), "config thresholds")
+    sens = settings["sensitivity"]
+    shares = fig_sensitivity.tier_shares(pd.read_parquet(bootstrap_parquet), thresholds, tier_of)
+    sweep = fig_sensitivity.tier_sweep(pd.read_csv(iqm_csv), thresholds, tier_of, sens["ranges"], sens["points"])
+    _settings_rc(settings)
+    save_figure(fig_sensitivity.figure_tier_sensitivity(shares, sweep, thresholds), out, dpi=settings["dpi"])
+    return shares, sweep

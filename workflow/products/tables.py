@@ -129,3 +129,64 @@ def table_a2(iqm, tiers, *, baseline="ppo", decimals=None) -> Table:
     return iqm_table(iqm, tiers, title="Table A.2: final policy with exploration noise vs greedy",
                      phases=["final_explore", "final_greedy"], with_ci=True, baseline=baseline,
                      decimals=decimals)
+
+
+TIER_PREFIX = {"train": "T", "final_explore": "N", "final_greedy": "F"}
+
+
+def task_table(conditions: pd.DataFrame, task: str, *, phases=("train", "final_greedy"), metrics=METRICS,
+               decimals=None, title: str | None = None) -> Table:
+    """Tables A.4 onwards: one task; per bound and algorithm, mean +- sample std over seeds of
+    each metric and the condition's tier (T0..T4 training, F0..F4 final greedy, N0..N4 final
+    with noise) with its tier confidence, from conditions.csv."""
+    needed = ["task", "bound", "algo", "phase", "n_seeds", "tier"] + P_TIER_COLUMNS
+    needed += [f"{m}_{s}" for m in metrics for s in ("mean", "std")]
+    _require(conditions, needed, "conditions.csv")
+    decimals = {**DEFAULT_DECIMALS, **(decimals or {})}
+    rows_of_task = conditions[conditions["task"] == task]
+    if rows_of_task.empty:
+        raise ValueError(f"conditions.csv: no rows for task {task!r}; tasks: {sorted(conditions['task'].unique())}")
+    by_key = rows_of_task.set_index(["bound", "algo", "phase"])
+    bounds = sorted(rows_of_task["bound"].unique())
+    algos = ordered_algos(rows_of_task["algo"].unique())
+    keys = [(b, a) for b in bounds for a in algos if any((b, a, p) in by_key.index for p in phases)]
+
+    data = pd.DataFrame({"task": task, "bound": [b for b, _ in keys], "algo": [a for _, a in keys]})
+    columns, cells = [], [[] for _ in keys]
+    for phase in phases:
+        group = PHASE_LABELS[phase]
+        got = [by_key.loc[(b, a, phase)] if (b, a, phase) in by_key.index else None for b, a in keys]
+        for metric in metrics:
+            columns.append((group, METRIC_LABELS[metric]))
+            d = decimals[metric]
+            for i, row in enumerate(got):
+                if row is None:
+                    cells[i].append("-")
+                    continue
+                mean, std = float(row[f"{metric}_mean"]), float(row[f"{metric}_std"])
+                # one seed: the sample std is undefined, so only the mean is shown
+                cells[i].append(fmt_num(mean, d) + (f" ± {fmt_num(std, d)}" if np.isfinite(std) else ""))
+            data[f"{phase}_{metric}_mean"] = [np.nan if r is None else float(r[f"{metric}_mean"]) for r in got]
+            data[f"{phase}_{metric}_std"] = [np.nan if r is None else float(r[f"{metric}_std"]) for r in got]
+        columns += [(group, "Tier"), (group, "P(tier)")]
+        for i, row in enumerate(got):
+            if row is None:
+                cells[i] += ["-", "-"]
+            else:
+                tier = int(row["tier"])
+                cells[i] += [f"{TIER_PREFIX[phase]}{tier}", f"{float(row[f'p_tier{tier}']):.2f}"]
+        data[f"{phase}_n_seeds"] = [np.nan if r is None else int(r["n_seeds"]) for r in got]
+        data[f"{phase}_tier"] = [np.nan if r is None else int(r["tier"]) for r in got]
+        for col in P_TIER_COLUMNS:
+            data[f"{phase}_{col}"] = [np.nan if r is None else float(r[col]) for r in got]
+
+    from .style import task_label  # local: keeps the import list above the IQM tables' own
+
+    notes = [
+        "Mean ± sample std over seeds (the std does not shrink with more seeds); tiers of the seed "
+        "means: " + ", ".join(f"{TIER_PREFIX[p]}0..{TIER_PREFIX[p]}4 {PHASE_LABELS[p].lower()}" for p in phases) + ".",
+        "P(tier): share of bootstrap replicates (seeds resampled) in the shown tier.",
+    ]
+    return Table(title=title or f"Per-condition results on {task_label(task)}", row_header=["d", "Algorithm"],
+                 rows=[[f"{b:g}", algo_label(a)] for b, a in keys], columns=columns, cells=cells,
+                 bold=[[False] * len(columns) for _ in keys], data=data, notes=notes)

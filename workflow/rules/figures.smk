@@ -30,7 +30,8 @@ _ALL_PHASES = "Training, final with noise, final greedy"
 _TRAINING = "Training (with exploration noise)"
 _FINAL = "Final policy: with noise vs greedy"
 
-PRODUCT_TARGETS += figure_paths("figure1") + figure_paths("figureA2")
+PRODUCT_TARGETS += figure_paths("figure1") + figure_paths("figure2") + figure_paths("figureA1")
+PRODUCT_TARGETS += figure_paths("figureA2") + figure_paths("figure_tier_sensitivity")
 PRODUCT_TARGETS += [p for task in TASKS for p in figure_paths(f"figureA_curves_{task}")]
 PRODUCT_TARGETS += [p for task in TASKS for p in figure_paths(f"figureA_final_{task}")]
 
@@ -86,3 +87,42 @@ rule figureA_final_costs:
         settings=product_params(),
     script:
         "../scripts/fig_final_costs.py"
+
+
+rule figure2:
+    input:
+        cdf=AGGREGATE_FILES["cdf"],
+    output:
+        FIGURES_DIR + "/figure2.pdf",
+        report(FIGURES_DIR + "/figure2.png", caption=_FIG_CAPTION.format("figure2"), category=_ALL_PHASES),
+    params:
+        settings={**product_params(), "cdf_xmax": {"figure2": PRODUCT_SETTINGS["cdf_xmax"]["figure2"]}},
+    script:
+        "../scripts/fig_2.py"
+
+
+rule figureA1:
+    input:
+        cdf=AGGREGATE_FILES["cdf"],
+    output:
+        FIGURES_DIR + "/figureA1.pdf",
+        report(FIGURES_DIR + "/figureA1.png", caption=_FIG_CAPTION.format("figureA1"), category=_ALL_PHASES),
+    params:
+        settings={**product_params(), "cdf_xmax": {"figureA1": PRODUCT_SETTINGS["cdf_xmax"]["figureA1"]}},
+    script:
+        "../scripts/fig_A1.py"
+
+
+rule figure_tier_sensitivity:
+    input:
+        iqm=AGGREGATE_FILES["iqm"],
+        bootstrap=AGGREGATE_FILES["bootstrap"],
+    output:
+        FIGURES_DIR + "/figure_tier_sensitivity.pdf",
+        report(FIGURES_DIR + "/figure_tier_sensitivity.png", caption=_FIG_CAPTION.format("figure_tier_sensitivity"),
+               category=_ALL_PHASES),
+    params:
+        settings=product_params("sensitivity"),
+        thresholds=CFG["thresholds"],
+    script:
+        "../scripts/fig_tier_sensitivity.py"

@@ -12,10 +12,10 @@ if "PRODUCT_SETTINGS" not in globals():
 TABLE_FORMATS = ("csv", "md", "tex", "html")
 
 
-def table_outputs(name, caption, category):
+def table_outputs(name, caption, category, **report_kw):
     """Named outputs csv, md, tex, html; the HTML one goes into the report."""
     out = {ext: f"{TABLES_DIR}/{name}.{ext}" for ext in TABLE_FORMATS}
-    out["html"] = report(out["html"], caption=f"../report/{caption}.rst", category=category)
+    out["html"] = report(out["html"], caption=f"../report/{caption}.rst", category=category, **report_kw)
     return out
 
 
@@ -25,6 +25,7 @@ def table_settings():
 
 PRODUCT_TARGETS += [f"{TABLES_DIR}/{name}.{ext}" for name in ("table2", "tableA2", "tableA3")
                     for ext in TABLE_FORMATS]
+PRODUCT_TARGETS += [f"{TABLES_DIR}/tableA_task_{task}.{ext}" for task in TASKS for ext in TABLE_FORMATS]
 
 
 rule table2:
@@ -61,3 +62,15 @@ rule tableA3:
         settings=table_settings(),
     script:
         "../scripts/table_A3.py"
+
+
+rule tableA_task:
+    input:
+        conditions=TIER_FILES["conditions"],
+    output:
+        **table_outputs("tableA_task_{task}", "tableA_task", "Training, final with noise, final greedy",
+                        subcategory="{task}"),
+    params:
+        settings={"decimals": PRODUCT_SETTINGS["decimals"]},
+    script:
+        "../scripts/table_task.py"
