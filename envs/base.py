@@ -1,0 +1,126 @@
+"""The functional environment API (docs/api-contracts.md, envs section) around a task.
+
+A task supplies three pure functions: `init(key) -> (point, task_state)`,
+`transition(point, task_state, action, key) -> (point, task_state, reward, cost, terminated)`
+and `observe(point, task_state) -> obs`. `Env` adds fixed-length episodes with auto-reset and
+the episode bookkeeping every algorithm needs, so the tasks stay small.
+
+Keys: `reset(key)` splits key into (episode key, next-reset key); the state keeps the
+next-reset key in `state.key`, so an auto-reset gives exactly `env.reset(state.key)`; the
+randomness inside an episode (goal respawns) is `fold_in(state.key, t)`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from envs.lazy import lazy_where
+
+
+class EnvState(NamedTuple):
+    obs: jnp.ndarray
+    reward: jnp.ndarray
+    cost: jnp.ndarray
+    done: jnp.ndarray
+    truncated: jnp.ndarray
+    terminal_obs: jnp.ndarray
+    t: jnp.ndarray
+    episode_return: jnp.ndarray
+    episode_cost: jnp.ndarray
+    finished_return: jnp.ndarray
+    finished_cost: jnp.ndarray
+    finished_length: jnp.ndarray
+    key: jnp.ndarray
+    point: Any  # physics state (envs.point.PointState, or the CRAX pipeline state)
+    task: Any  # task-specific pytree (layout, last distances, ...)
+
+
+@dataclasses.dataclass(frozen=True)
+class Env:
+    """A task behind the common API; immutable and hashable, so jax.jit can close over it."""
+
+    task: Any
+    episode_length: int
+    name: str = ""
+    backend: str = "builtin"
+
+    @property
+    def observation_size(self) -> int:
+        return self.task.observation_size
+
+    @property
+    def action_size(self) -> int:
+        return 2
+
+    def reset(self, key) -> EnvState:
+        episode_key, next_key = jax.random.split(key)
+        point, task_state = self.task.init(episode_key)
+        obs = self.task.observe(point, task_state)
+        zero = jnp.zeros((), jnp.float32)
+        return EnvState(
+            obs=obs,
+            reward=zero,
+            cost=zero,
+            done=jnp.zeros((), bool),
+            truncated=jnp.zeros((), bool),
+            terminal_obs=obs,
+            t=jnp.zeros((), jnp.int32),
+            episode_return=zero,
+            episode_cost=zero,
+            finished_return=zero,
+            finished_cost=zero,
+            finished_length=jnp.zeros((), jnp.int32),
+            key=next_key,
+            point=point,
+            task=task_state,
+        )
+
+    def step(self, state: EnvState, action) -> EnvState:
+        action = jnp.asarray(action, jnp.float32)
+        step_key = jax.random.fold_in(state.key, state.t)
+        point, task_state, reward, cost, terminated = self.task.transition(
+            state.point, state.task, action, step_key
+        )
+        reward = jnp.asarray(reward, jnp.float32)
+        cost = jnp.asarray(cost, jnp.float32)
+        t = state.t + 1
+        timeout = t >= self.episode_length
+        done = terminated | timeout
+        episode_return = state.episode_return + reward
+        episode_cost = state.episode_cost + cost
+        terminal_obs = self.task.observe(point, task_state)
+        continuing = EnvState(
+            obs=terminal_obs,
+            reward=reward,
+            cost=cost,
+            done=done,
+            truncated=timeout & ~terminated,
+            terminal_obs=terminal_obs,
+            t=t.astype(jnp.int32),
+            episode_return=episode_return,
+            episode_cost=episode_cost,
+            finished_return=jnp.where(done, episode_return, state.finished_return),
+            finished_cost=jnp.where(done, episode_cost, state.finished_cost),
+            finished_length=jnp.where(done, t, state.finished_length).astype(jnp.int32),
+            key=state.key,
+            point=point,
+            task=task_state,
+        )
+        return lazy_where(self._auto_reset)(done, continuing, continuing)
+
+    def _auto_reset(self, ended: EnvState) -> EnvState:
+        """The next episode's first state, keeping this transition's outcome and totals."""
+        fresh = self.reset(ended.key)
+        return fresh._replace(
+            reward=ended.reward,
+            cost=ended.cost,
+            done=ended.done,
+            truncated=ended.truncated,
+            terminal_obs=ended.terminal_obs,
+            finished_return=ended.finished_return,
+            finished_cost=ended.finished_cost,
+            finished_length=ended.finished_length,
+        )

@@ -1,0 +1,136 @@
+"""safe_goal_point, Level 1 (CRAX crax/envs/safe_goal.py as crax-brief section 5 records it).
+
+Arena: 2 goal discs (r 0.2), 12 hazard discs (r 0.4, not collidable) placed by max-min slack
+in [-2.5, 2.5]^2, and 4 wall boxes centred at (+-3, 0), (0, +-3) (half 0.06 x 3.0).
+
+reward = 1 per goal reached (|p - g| <= 0.2; that goal respawns at once, by rejection
+         sampling) + reward_distance_scale * (last distance - distance) to the nearest goal
+         boundary. CRAX's default scale is 0.0 (sparse); Safety-Gym-style shaping is 1.0.
+         After a respawn the last distance is reset to the new goal, so a respawn costs nothing.
+cost   = sum over hazards of 2 max(0, 1 - d / 0.4) + 3 per wall touched.
+obs    = 62: sensors 12, goal lidar 16 (both goals), hazard lidar 16 (hazards and wall
+         centres, range 3), compass to goal 0 (2), compasses to the 8 nearest hazards (16).
+
+Simplifications against CRAX: wall contacts are projections (envs/contacts.py) instead of
+MuJoCo soft contacts, and a respawn draws RESPAWN_TRIES candidates instead of 100 (the chance
+that all of 32 fail is below 1e-8 on this layout; CRAX's fallback, the agent's position, is kept).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from envs import contacts, point, sensing
+from envs.placement import place_layout, rejection_sample
+
+N_FRAMES = 4
+EXTENT = 2.5
+GOAL_RADIUS = 0.2
+HAZARD_RADIUS = 0.4
+N_GOALS = 2
+N_HAZARDS = 12
+HAZARD_COST = 2.0
+WALL_COST = 3.0
+LIDAR_RANGE = 3.0
+RESET_NOISE = 0.005
+RESPAWN_TRIES = 32
+WALL_CENTRES = jnp.array([[3.0, 0.0], [-3.0, 0.0], [0.0, 3.0], [0.0, -3.0]], jnp.float32)
+WALL_HALF = jnp.array([[0.06, 3.0], [0.06, 3.0], [3.0, 0.06], [3.0, 0.06]], jnp.float32)
+# What a respawned goal must keep clear of: the agent, the hazards and the other goal.
+RESPAWN_RADII = jnp.array([0.1] + [HAZARD_RADIUS] * N_HAZARDS + [GOAL_RADIUS], jnp.float32)
+
+
+class GoalState(NamedTuple):
+    goals: jnp.ndarray  # [2, 2]
+    hazards: jnp.ndarray  # [12, 2]
+    last_dist: jnp.ndarray  # distance to the nearest goal boundary before this step
+
+
+def goal_distance(xy, goals):
+    return jnp.maximum(0.0, jnp.min(jnp.sqrt(jnp.sum((goals - xy) ** 2, axis=-1))) - GOAL_RADIUS)
+
+
+def physics_step(state: point.PointState, action, n_frames, boxes=None):
+    """n_frames substeps with the agent pushed out of the boxes (centres, half) after each.
+
+    Returns the new PointState and the agent's per-box penetration before the final
+    projection (> -TOUCH_TOLERANCE means touching).
+    """
+    ctrl = point.control(action)
+    qpos, qvel = state.qpos, state.qvel
+    penetration = None
+    for i in range(n_frames):
+        if i == n_frames - 1:
+            heading_before, qvel_before = qpos[2], qvel
+        qpos, qvel, a_fwd = point.substep(qpos, qvel, ctrl)
+        if boxes is not None:
+            centres, radii = contacts.agent_discs(qpos)
+            pen, normal = contacts.deepest(*contacts.box_penetration(centres, radii, *boxes))
+            xy, vxy = contacts.push_out(qpos[:2], qvel[:2], pen, normal)
+            qpos = jnp.concatenate([xy, qpos[2:]])
+            qvel = jnp.concatenate([vxy, qvel[2:]])
+            penetration = pen
+    sensors = point.sensor_reading(heading_before, qvel_before, a_fwd)
+    return point.PointState(qpos, qvel, sensors), penetration
+
+
+def agent_reset_state(key, noise):
+    """Agent at the origin with heading ~0: qpos, qvel ~ U(+-noise)."""
+    kp, kv = jax.random.split(key)
+    qpos = jax.random.uniform(kp, (3,), minval=-noise, maxval=noise)
+    qvel = jax.random.uniform(kv, (3,), minval=-noise, maxval=noise)
+    return point.initial_state(qpos, qvel)
+
+
+@dataclasses.dataclass(frozen=True)
+class GoalTask:
+    reward_distance_scale: float = 0.0
+    observation_size: int = 62
+
+    def init(self, key):
+        k_agent, k_layout = jax.random.split(key)
+        agent = agent_reset_state(k_agent, RESET_NOISE)
+        keepouts = (GOAL_RADIUS,) * N_GOALS + (HAZARD_RADIUS,) * N_HAZARDS
+        layout = place_layout(k_layout, agent.qpos[:2], point.BODY_RADIUS, keepouts, -EXTENT, EXTENT)
+        goals, hazards = layout[:N_GOALS], layout[N_GOALS:]
+        return agent, GoalState(goals, hazards, goal_distance(agent.qpos[:2], goals))
+
+    def transition(self, agent, task: GoalState, action, key):
+        agent, wall_pen = physics_step(agent, action, N_FRAMES, (WALL_CENTRES, WALL_HALF))
+        xy = agent.qpos[:2]
+        hazard_dist = jnp.sqrt(jnp.sum((task.hazards - xy) ** 2, axis=-1))
+        cost = HAZARD_COST * jnp.sum(jnp.maximum(0.0, 1.0 - hazard_dist / HAZARD_RADIUS))
+        cost = cost + WALL_COST * jnp.sum(wall_pen > -contacts.TOUCH_TOLERANCE)
+
+        goal_dist = jnp.sqrt(jnp.sum((task.goals - xy) ** 2, axis=-1))
+        reached = goal_dist <= GOAL_RADIUS
+        dist = jnp.maximum(0.0, jnp.min(goal_dist) - GOAL_RADIUS)
+        reward = jnp.sum(reached) + self.reward_distance_scale * (task.last_dist - dist)
+
+        # Goals are >= 0.4 apart, so at most one is reached per step: one respawn draw serves
+        # both, checked against the goal that stays.
+        staying = jnp.where(reached[0], task.goals[1], task.goals[0])
+        obstacles = jnp.concatenate([xy[None], task.hazards, staying[None]])
+        new, _ = rejection_sample(
+            key, RESPAWN_TRIES, -EXTENT + 0.01, EXTENT - 0.01, obstacles, RESPAWN_RADII,
+            WALL_CENTRES, WALL_HALF, GOAL_RADIUS, xy,
+        )
+        goals = jnp.where(reached[:, None], new, task.goals)
+        last_dist = goal_distance(xy, goals)
+        return agent, GoalState(goals, task.hazards, last_dist), reward, cost, jnp.zeros((), bool)
+
+    def observe(self, agent, task: GoalState):
+        xy, heading = agent.qpos[:2], agent.qpos[2]
+        hazards = jnp.concatenate([task.hazards, WALL_CENTRES])
+        return jnp.concatenate(
+            [
+                agent.sensors,
+                sensing.lidar(xy, heading, task.goals, LIDAR_RANGE),
+                sensing.lidar(xy, heading, hazards, LIDAR_RANGE),
+                sensing.compass(xy, heading, task.goals[0]),
+                sensing.nearest_compasses(xy, heading, hazards, 8),
+            ]
+        ).astype(jnp.float32)

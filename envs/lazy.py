@@ -1,0 +1,46 @@
+"""`where(pred, fn(arg), other)` that under jax.vmap computes fn only when some element needs it.
+
+A per-environment `lax.cond` turns into a `select` under vmap, so an auto-reset written the
+obvious way would rebuild a whole layout (hundreds of candidate placements) on every step of
+every environment. With a custom batching rule the batched version becomes
+`cond(any(pred), where(pred, vmap(fn)(arg), other), other)`: identical results, and the
+reset work is done only on the steps where some environment actually finishes (every T steps
+when episodes run in lockstep). Not differentiable (custom_vmap has no reverse mode), which
+an environment step does not need.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def _broadcast(tree, batched, size):
+    return jax.tree_util.tree_map(
+        lambda x, b: x if b else jnp.broadcast_to(x, (size,) + jnp.shape(x)), tree, batched
+    )
+
+
+def lazy_where(fn):
+    """Return select(pred, arg, other) = tree-wise where(pred, fn(arg), other)."""
+
+    @jax.custom_batching.custom_vmap
+    def select(pred, arg, other):
+        return jax.lax.cond(pred, lambda: fn(arg), lambda: other)
+
+    @select.def_vmap
+    def _rule(axis_size, in_batched, pred, arg, other):
+        pred_batched, arg_batched, other_batched = in_batched
+        pred = _broadcast(pred, pred_batched, axis_size)
+        arg = _broadcast(arg, arg_batched, axis_size)
+        other = _broadcast(other, other_batched, axis_size)
+
+        def compute():
+            fresh = jax.vmap(fn)(arg)
+            return jax.tree_util.tree_map(
+                lambda f, o: jnp.where(pred.reshape((axis_size,) + (1,) * (o.ndim - 1)), f, o), fresh, other
+            )
+
+        out = jax.lax.cond(jnp.any(pred), compute, lambda: other)
+        return out, jax.tree_util.tree_map(lambda _: True, other)
+
+    return select

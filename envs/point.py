@@ -1,0 +1,131 @@
+"""The CRAX "point" body: closed-form substep dynamics and its 12 sensor channels.
+
+CRAX simulates a 3-DOF body (slide x, slide y, hinge z) in MuJoCo XLA with h = 0.02 s and
+4 substeps per env step (5 for circle). With no contacts the MuJoCo update reduces to a
+small closed form (../shared/crax-brief.md section 2), written out here:
+
+    M(th) = [[m, 0, -e s], [0, m, e c], [-e s, e c, I]]        e = m r_c, I about the hinge
+    f     = [F c, F s, tau] - bias - D v,  bias = [-e c w^2, -e s w^2, 0]
+    v'    = v + h (M + h D)^-1 f ;  q' = q + h v'                (semi-implicit Euler, eulerdamp)
+
+with thrust F = 0.3 clip(u0, +-0.05) along the heading and yaw torque
+tau = 0.3 clip(u1 - 0.3 w, +-0.05). The 3x3 solves use the block structure of M (the two
+slide rows are diagonal), so they cost a handful of multiplies instead of a generic solve.
+
+Sensors are MuJoCo's sensordata, evaluated at the start of the last substep (state before
+that substep's update, acceleration a_fwd = M^-1 f of that substep); the reset observation
+uses the same formulas with zero control (mjx.forward).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+# Constants printed from CRAX's mj_model (crax-brief section 2).
+MASS = 0.00518879
+COM_OFFSET = 0.01927232
+INERTIA_COM = 2.64946e-5
+INERTIA_HINGE = INERTIA_COM + MASS * COM_OFFSET**2
+DAMPING_SLIDE = 0.01
+DAMPING_HINGE = 0.005
+SUBSTEP = 0.02
+THRUST_GEAR = 0.3
+YAW_GEAR = 0.3
+FORCE_LIMIT = 0.05
+GRAVITY = 9.81
+MAGNETIC_FIELD_Y = -0.5
+
+SENSOR_SIZE = 12
+# The agent's collision shape as two discs: the body sphere and the "arrow" box in front of it
+# (box half 0.05 at +0.1, so it reaches 0.15 forward), the latter approximated by the disc
+# inscribed in the box (same forward reach).
+BODY_RADIUS = 0.1
+ARROW_OFFSET = 0.1
+ARROW_RADIUS = 0.05
+
+
+class PointState(NamedTuple):
+    """Generalised position (x, y, heading), velocity and the sensor reading of the last step."""
+
+    qpos: jnp.ndarray  # float32 [3]
+    qvel: jnp.ndarray  # float32 [3]
+    sensors: jnp.ndarray  # float32 [12]
+
+
+def _solve(alpha, beta, e, c, s, f):
+    """Solve [[alpha,0,-e s],[0,alpha,e c],[-e s,e c,beta]] x = f in closed form."""
+    f1, f2, f3 = f
+    x3 = (f3 + e * (s * f1 - c * f2) / alpha) / (beta - e * e / alpha)
+    x1 = (f1 + e * s * x3) / alpha
+    x2 = (f2 - e * c * x3) / alpha
+    return x1, x2, x3
+
+
+def _forces(qpos, qvel, ctrl):
+    """Generalised force f (applied - bias - damping) at the given state."""
+    c, s = jnp.cos(qpos[2]), jnp.sin(qpos[2])
+    w = qvel[2]
+    thrust = THRUST_GEAR * jnp.clip(ctrl[0], -FORCE_LIMIT, FORCE_LIMIT)
+    torque = YAW_GEAR * jnp.clip(ctrl[1] - YAW_GEAR * w, -FORCE_LIMIT, FORCE_LIMIT)
+    e = MASS * COM_OFFSET
+    f1 = thrust * c + e * c * w * w - DAMPING_SLIDE * qvel[0]
+    f2 = thrust * s + e * s * w * w - DAMPING_SLIDE * qvel[1]
+    f3 = torque - DAMPING_HINGE * w
+    return c, s, (f1, f2, f3)
+
+
+def forward_acceleration(qpos, qvel, ctrl):
+    """a_fwd = M^-1 f: what the accelerometer sees."""
+    c, s, f = _forces(qpos, qvel, ctrl)
+    return jnp.stack(_solve(MASS, INERTIA_HINGE, MASS * COM_OFFSET, c, s, f))
+
+
+def substep(qpos, qvel, ctrl):
+    """One MuJoCo Euler substep with implicit joint damping; returns (qpos', qvel', a_fwd)."""
+    c, s, f = _forces(qpos, qvel, ctrl)
+    e = MASS * COM_OFFSET
+    a_fwd = jnp.stack(_solve(MASS, INERTIA_HINGE, e, c, s, f))
+    a_imp = jnp.stack(
+        _solve(MASS + SUBSTEP * DAMPING_SLIDE, INERTIA_HINGE + SUBSTEP * DAMPING_HINGE, e, c, s, f)
+    )
+    qvel_new = qvel + SUBSTEP * a_imp
+    qpos_new = qpos + SUBSTEP * qvel_new
+    return qpos_new, qvel_new, a_fwd
+
+
+def sensor_reading(heading, qvel, a_fwd):
+    """Accelerometer, velocimeter, gyro, magnetometer (12 values) in the body frame."""
+    c, s = jnp.cos(heading), jnp.sin(heading)
+    zero = jnp.zeros_like(heading)
+    return jnp.stack(
+        [
+            c * a_fwd[0] + s * a_fwd[1],
+            -s * a_fwd[0] + c * a_fwd[1],
+            zero + GRAVITY,
+            c * qvel[0] + s * qvel[1],
+            -s * qvel[0] + c * qvel[1],
+            zero,
+            zero,
+            zero,
+            qvel[2],
+            MAGNETIC_FIELD_Y * s,  # world field (0, -0.5, 0) in the body frame
+            MAGNETIC_FIELD_Y * c,
+            zero,
+        ]
+    ).astype(jnp.float32)
+
+
+def initial_state(qpos, qvel) -> PointState:
+    """State right after a reset: sensors from mjx.forward with zero control."""
+    a_fwd = forward_acceleration(qpos, qvel, jnp.zeros(2, qpos.dtype))
+    return PointState(qpos, qvel, sensor_reading(qpos[2], qvel, a_fwd))
+
+
+def control(action):
+    """Actions are clipped to [-1, 1] (MuJoCo ctrlrange)."""
+    return jnp.clip(action, -1.0, 1.0)
+
+
+def heading_vector(qpos):
+    return jnp.stack([jnp.cos(qpos[2]), jnp.sin(qpos[2])])

@@ -1,0 +1,123 @@
+"""The envs API contract (docs/api-contracts.md): make, reset/step, auto-reset and bookkeeping."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+
+BUILTIN_SIZES = {"goal": 62, "circle": 28, "push": 68, "button": 62}
+
+
+def available_tasks():
+    out = []
+    for task in envs.TASKS:
+        try:
+            envs.make(task)
+        except ImportError:
+            continue
+        out.append(task)
+    return out
+
+
+def rollout(env, key, steps, batch=3):
+    """Random-action rollout of `batch` envs for `steps` steps; returns the stacked states."""
+    k_reset, k_act = jax.random.split(key)
+    state = jax.vmap(env.reset)(jax.random.split(k_reset, batch))
+
+    def body(s, k):
+        a = jax.random.uniform(k, (batch, 2), minval=-1.0, maxval=1.0)
+        s = jax.vmap(env.step)(s, a)
+        return s, s
+
+    _, states = jax.lax.scan(body, state, jax.random.split(k_act, steps))
+    return states
+
+
+def test_make_rejects_unknown_names():
+    with pytest.raises(ValueError, match="unknown task 'maze'"):
+        envs.make("maze")
+    with pytest.raises(ValueError, match="unknown backend 'mjx'"):
+        envs.make("goal", backend="mjx")
+    with pytest.raises(ValueError, match="level 2"):
+        envs.make("goal", level=2)
+    with pytest.raises(ValueError, match="episode_length"):
+        envs.make("goal", episode_length=0)
+    with pytest.raises(ValueError, match="unknown option"):
+        envs.make("goal", reward_scale=3.0)
+
+
+def test_env_is_hashable_and_reports_sizes():
+    env = envs.make("goal", episode_length=17, reward_distance_scale=1.0)
+    assert hash(env) == hash(envs.make("goal", episode_length=17, reward_distance_scale=1.0))
+    assert env.observation_size == 62 and env.action_size == 2 and env.episode_length == 17
+
+
+@pytest.mark.parametrize("task", available_tasks())
+def test_episodes_reset_exactly_every_T_steps_with_consistent_totals(task):
+    T = 7
+    env = envs.make(task, episode_length=T)
+    states = rollout(env, jax.random.PRNGKey(3), 3 * T + 2)
+    done = np.asarray(states.done)
+    expected = np.zeros_like(done)
+    expected[T - 1 :: T] = True
+    np.testing.assert_array_equal(done, expected)
+    np.testing.assert_array_equal(np.asarray(states.truncated), expected)
+    t = np.asarray(states.t)
+    np.testing.assert_array_equal(t[:, 0], (np.arange(3 * T + 2) + 1) % T)
+    # finished totals equal the sums of the per-step rewards and costs of that episode
+    costs, rewards = np.asarray(states.cost), np.asarray(states.reward)
+    for end in range(T - 1, 3 * T + 2, T):
+        np.testing.assert_allclose(states.finished_cost[end], costs[end - T + 1 : end + 1].sum(0), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(states.finished_return[end], rewards[end - T + 1 : end + 1].sum(0), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(states.finished_length[end], T)
+        np.testing.assert_array_equal(states.episode_cost[end], 0.0)
+    # running sums within an episode
+    np.testing.assert_allclose(states.episode_cost[T + 2], costs[T : T + 3].sum(0), rtol=1e-5, atol=1e-5)
+    # observations: documented size, finite; terminal_obs == obs except on done steps
+    obs, term = np.asarray(states.obs), np.asarray(states.terminal_obs)
+    assert obs.shape[-1] == BUILTIN_SIZES[task] == env.observation_size
+    assert obs.dtype == np.float32 and np.isfinite(obs).all() and np.isfinite(term).all()
+    np.testing.assert_array_equal(obs[~done], term[~done])
+    assert not np.allclose(obs[done], term[done])
+
+
+@pytest.mark.parametrize("task", available_tasks())
+def test_auto_reset_starts_the_episode_that_reset_of_the_stored_key_gives(task):
+    T = 4
+    env = envs.make(task, episode_length=T)
+    state = env.reset(jax.random.PRNGKey(11))
+    step = jax.jit(env.step)
+    for _ in range(T - 1):
+        state = step(state, jnp.array([1.0, 0.3]))
+    expected = env.reset(state.key)
+    after = step(state, jnp.array([1.0, 0.3]))
+    assert bool(after.done)
+    np.testing.assert_allclose(after.obs, expected.obs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(after.key, expected.key)
+    assert int(after.t) == 0 and float(after.episode_return) == 0.0
+
+
+@pytest.mark.parametrize("task", available_tasks())
+def test_rollouts_are_deterministic_per_key_and_differ_across_keys(task):
+    env = envs.make(task, episode_length=5)
+    a = rollout(env, jax.random.PRNGKey(0), 12)
+    b = rollout(env, jax.random.PRNGKey(0), 12)
+    c = rollout(env, jax.random.PRNGKey(1), 12)
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        np.testing.assert_array_equal(x, y)
+    assert not np.allclose(a.obs, c.obs)
+
+
+def test_single_env_and_vmapped_steps_agree():
+    env = envs.make("goal", episode_length=3)
+    keys = jax.random.split(jax.random.PRNGKey(5), 2)
+    batch = jax.vmap(env.reset)(keys)
+    singles = [env.reset(k) for k in keys]
+    action = jnp.array([0.7, -0.9])
+    for _ in range(4):  # crosses an auto-reset
+        batch = jax.jit(jax.vmap(env.step, in_axes=(0, None)))(batch, action)
+        singles = [jax.jit(env.step)(s, action) for s in singles]
+    for i, s in enumerate(singles):
+        np.testing.assert_allclose(batch.obs[i], s.obs, rtol=1e-5, atol=1e-5)
+        assert bool(batch.done[i]) == bool(s.done)
