@@ -75,7 +75,8 @@ def figure_final_costs(costs: pd.DataFrame, violation: pd.DataFrame, *, task: st
     algos = ordered_algos(costs["algo"].unique())
     v_of = violation.set_index(["bound", "algo", "phase"])["V"]
     width = max(3.0, 0.75 * len(algos) + 0.8)
-    fig, axes = plt.subplots(1, len(bounds), figsize=(width * len(bounds), 3.6), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(bounds), figsize=(max(6.4, width * len(bounds)), 3.9), squeeze=False,
+                             sharey=True)
     for ax, bound in zip(axes[0], bounds):
         here = costs[costs["bound"] == bound]
         top = float(here["cost"].max()) if len(here) else bound

@@ -80,7 +80,8 @@ def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, threshold
     cmap = ListedColormap(TIER_COLORS)
     norm = BoundaryNorm(np.arange(-0.5, N_TIERS + 0.5), N_TIERS)
     n_cols = 1 + len(keys)
-    fig, axes = plt.subplots(len(phases), n_cols, figsize=(2.1 * n_cols + 1.0, 0.45 * len(algos) * len(phases) + 2.0),
+    row_height = max(0.45 * len(algos), 1.4)  # room for a two-line phase label even with few algorithms
+    fig, axes = plt.subplots(len(phases), n_cols, figsize=(2.1 * n_cols + 1.0, row_height * len(phases) + 2.0),
                              squeeze=False, sharey=True)
     y = np.arange(len(algos))
     for r, phase in enumerate(phases):
@@ -94,7 +95,7 @@ def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, threshold
         ax.set_xlim(0, 1)
         ax.set_yticks(y, [algo_label(a) for a in algos])
         ax.invert_yaxis() if r == 0 else None
-        ax.set_ylabel(PHASE_LABELS[phase])
+        ax.set_ylabel(PHASE_LABELS[phase].replace(", ", ",\n").replace(" (", "\n("))
         ax.grid(False)
         if r == len(phases) - 1:
             ax.set_xlabel("share of bootstrap\nreplicates (fraction)")
@@ -110,6 +111,7 @@ def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, threshold
             ax.pcolormesh(edges, np.arange(len(algos) + 1) - 0.5, np.ma.masked_invalid(grid), cmap=cmap, norm=norm)
             tier, metric = key.split(".")
             ax.axvline(float(thresholds[tier][metric]), color="black", linestyle="--", linewidth=1.0)
+            ax.set_xlim(xs[0] - 0.03 * (xs[-1] - xs[0]), xs[-1])  # a margin so a line at the range's start shows
             ax.grid(False)
             if r == 0:
                 ax.set_title(f"{tier}: {METRIC_LABELS[metric]} \u2264 x", fontsize=plt.rcParams["font.size"])

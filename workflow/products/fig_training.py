@@ -61,7 +61,7 @@ def figure_training_curves(per_iterate: pd.DataFrame, *, task: str, window: int 
     apply_rc()
     bounds = sorted(df["bound"].unique())
     algos = ordered_algos(df["algo"].unique())
-    fig, axes = plt.subplots(2, len(bounds), figsize=(3.2 * len(bounds) + 1.0, 5.0), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(2, len(bounds), figsize=(max(6.4, 3.2 * len(bounds) + 1.0), 5.0), squeeze=False, sharex=True)
     for col, bound in enumerate(bounds):
         for algo in algos:
             group = df[(df["bound"] == bound) & (df["algo"] == algo)]
@@ -76,7 +76,7 @@ def figure_training_curves(per_iterate: pd.DataFrame, *, task: str, window: int 
     axes[1][0].set_ylabel("episode cost C (sum of step costs)")
     handles, labels = axes[1][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", frameon=False)
-    fig.suptitle(f"{task_label(task)}: training curves (moving average over {window} iterates, "
+    fig.suptitle(f"{task_label(task)}: training curves\n(moving average over {window} iterates, "
                  f"mean \u00b1 1 std over seeds)")
     return fig
 
@@ -93,7 +93,7 @@ def figure_multipliers(traces: pd.DataFrame, *, yscale: str = "symlog"):
     tasks = ordered_tasks(df["task"].unique())
     bounds = sorted(df["bound"].unique())
     algos = ordered_algos(df["algo"].unique())
-    fig, axes = plt.subplots(len(tasks), len(bounds), figsize=(3.0 * len(bounds) + 1.2, 2.3 * len(tasks) + 0.6),
+    fig, axes = plt.subplots(len(tasks), len(bounds), figsize=(max(6.4, 3.0 * len(bounds) + 1.2), 2.3 * len(tasks) + 0.9),
                              squeeze=False, sharex=True)
     for r, task in enumerate(tasks):
         for c, bound in enumerate(bounds):
@@ -118,5 +118,7 @@ def figure_multipliers(traces: pd.DataFrame, *, yscale: str = "symlog"):
         for h, l in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(l, h)
     fig.legend(list(seen.values()), list(seen.keys()), loc="outside right center", frameon=False)
-    fig.suptitle("Multiplier trajectories (\u03bb PPO-Lag, \u03ba P3O, \u03bd FOCOPS), mean \u00b1 1 std over seeds")
+    symbols = {"ppo_lag": "\u03bb", "p3o": "\u03ba", "focops": "\u03bd"}
+    named = ", ".join(f"{symbols[a]} {algo_label(a)}" for a in algos if a in symbols)
+    fig.suptitle("Multiplier trajectories" + (f" ({named})" if named else "") + "\nmean \u00b1 1 std over seeds")
     return fig
