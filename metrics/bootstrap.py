@@ -12,6 +12,11 @@ CI_PERCENTILES = (2.5, 97.5)
 
 def iqm(values, axis=0):
     """Interquartile mean: scipy.stats.trim_mean(values, 0.25) (cuts floor(n/4) from each end)."""
+    values = np.asarray(values)
+    if values.ndim > 1 and axis not in (-1, values.ndim - 1):
+        # trim_mean partitions along the axis: much faster on contiguous last-axis rows
+        values = np.ascontiguousarray(np.moveaxis(values, axis, -1))
+        axis = -1
     return trim_mean(values, 0.25, axis=axis)
 
 

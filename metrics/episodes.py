@@ -195,7 +195,7 @@ def load_episode_arrays(paths) -> EpisodeArrays:
     files = [_validate_file(path, _read_arrow(path)) for path in paths]
     tasks, task = _merge_strings([f["task"] for f in files])
     algos, algo = _merge_strings([f["algo"] for f in files])
-    cat = lambda name: np.concatenate([f[name] for f in files])  # noqa: E731
+    cat = lambda name: files[0][name] if len(files) == 1 else np.concatenate([f[name] for f in files])  # noqa: E731
     sizes = [f["cost"].size for f in files]
     return EpisodeArrays(
         tasks=tasks,
@@ -216,9 +216,15 @@ def load_episode_arrays(paths) -> EpisodeArrays:
 
 
 def _dense_rank(values):
-    """Codes 0..n-1 of values in sorted order; constant columns take a fast path."""
-    if values.size and values.min() == values.max():
+    """Order-preserving integer codes and their count; constant columns and integer columns
+    with a compact range (iterations, episode indices) avoid sorting."""
+    if values.size == 0:
+        return np.zeros(0, np.int64), 1
+    lo, hi = values.min(), values.max()
+    if lo == hi:
         return np.zeros(values.size, np.int64), 1
+    if values.dtype.kind in "iu" and hi - lo < 4 * values.size + 1024:
+        return (values - lo).astype(np.int64), int(hi - lo) + 1
     unique, inverse = np.unique(values, return_inverse=True)
     return inverse.astype(np.int64), unique.size
 

@@ -26,8 +26,18 @@ def normalised_excess(cost, bound):
 
 
 def bin_index(kappa_values):
-    """Bin of each value: the smallest k with value <= KAPPA[k], or KAPPA.size past the end."""
-    return np.searchsorted(KAPPA, kappa_values, side="left")
+    """Bin of each value: the smallest k with value <= KAPPA[k], or KAPPA.size past the end.
+
+    Same result as np.searchsorted(KAPPA, values, side="left"), but by arithmetic: a first
+    guess ceil(100 x) corrected by one step where rounding put it next to the right bin.
+    """
+    x = np.asarray(kappa_values, dtype=np.float64)
+    guess = np.clip(np.ceil(x * 100.0), GRID_MIN_HUNDREDTHS, GRID_MAX_HUNDREDTHS + 1) - GRID_MIN_HUNDREDTHS
+    k = guess.astype(np.int64)
+    padded = np.concatenate([[-np.inf], KAPPA, [np.inf]])  # padded[k + 1] = KAPPA[k], KAPPA[-1] = -inf
+    k += x > padded[k + 1]  # guess too low
+    k -= (k > 0) & (x <= padded[k])  # guess too high (x <= KAPPA[k - 1])
+    return k
 
 
 def cdf_from_counts(counts):

@@ -168,10 +168,38 @@ def _sources(ep: EpisodeArrays, rp_starts) -> list:
     return out
 
 
+def _single_run_from_statistics(path):
+    """The one (task, bound, algo, seed) of a Parquet file whose row-group statistics show a
+    single value in each key column (a training shard), or None; reads no data pages."""
+    meta = pq.ParquetFile(path).metadata
+    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+    if meta.num_rows == 0 or any(k not in names for k in RUN_KEYS):
+        return None
+    key = None
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        values = []
+        for name in RUN_KEYS:
+            stats = group.column(names.index(name)).statistics
+            if stats is None or not stats.has_min_max or stats.null_count or stats.min != stats.max:
+                return None
+            values.append(stats.min)
+        if key not in (None, values):
+            return None
+        key = values
+    task, bound, algo, seed = key
+    if not isinstance(task, str) or not isinstance(algo, str):
+        return None
+    return {(task, float(bound), algo, int(seed))}
+
+
 def _run_keys_of_file(path):
     """Distinct (task, bound, algo, seed) of a file, or None when it cannot be read cheaply."""
     try:
         if str(path).lower().endswith((".parquet", ".pq")):
+            single = _single_run_from_statistics(path)
+            if single is not None:
+                return single
             table = pq.read_table(path, columns=list(RUN_KEYS))
         else:
             delimiter = "\t" if str(path).lower().endswith(".tsv") else ","
@@ -222,17 +250,32 @@ def group_files_by_run(paths) -> list:
     return list(groups.values())
 
 
+def _first_last_run(summary: Summary):
+    runs = summary.runs
+    key = lambda i: (runs["task"].iat[i], runs["bound"].iat[i], runs["algo"].iat[i], runs["seed"].iat[i])  # noqa: E731
+    return key(0), key(len(runs) - 1)
+
+
 def concat_summaries(summaries) -> Summary:
-    """One summary of many, rows in canonical order."""
-    summaries = list(summaries)
+    """One summary of many (each in canonical order), rows in canonical order.
+
+    When the parts hold disjoint, non-interleaving ranges of runs (one summary per run, the
+    usual case) ordering the parts is enough; otherwise every table is sorted.
+    """
+    summaries = [s for s in summaries if len(s.runs)] or list(summaries)[:1]
     if len(summaries) == 1:
         return summaries[0]
+    bounds = [_first_last_run(s) for s in summaries]
+    order = sorted(range(len(summaries)), key=lambda i: bounds[i][0])
+    ordered = all(bounds[a][1] < bounds[b][0] for a, b in zip(order, order[1:]))
     out = {}
     for name, columns in TABLES.items():
-        frames = [getattr(s, name) for s in summaries if len(getattr(s, name))]
-        df = pd.concat(frames, ignore_index=True) if frames else getattr(summaries[0], name)
-        keys = [c for c in ("task", "bound", "algo", "seed", "phase", "iteration", "bin", "episode") if c in columns]
-        out[name] = sort_frame(df, keys)
+        frames = [getattr(summaries[i], name) for i in order]
+        df = pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
+        if not ordered:
+            keys = [c for c in ("task", "bound", "algo", "seed", "phase", "iteration", "bin", "episode") if c in columns]
+            df = sort_frame(df, keys)
+        out[name] = df
     return Summary(**out)
 
 

@@ -36,3 +36,24 @@ def test_the_same_run_in_two_summaries_is_an_error(tmp_path):
     write_summary(summarise(path), tmp_path / "s2.parquet")
     with pytest.raises(EpisodeTableError, match="same run and phase appears in separate inputs"):
         read_summaries([tmp_path / "s1.parquet", tmp_path / "s2.parquet"])
+
+
+def test_grid_binning_equals_searchsorted_and_grid_points_are_exact():
+    from metrics.grid import KAPPA, bin_index
+
+    assert KAPPA[100] == 0.0 and KAPPA[110] == 0.1 and KAPPA[150] == 0.5 and KAPPA[0] == -1.0 and KAPPA[-1] == 20.0
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [rng.uniform(-2, 22, 100_000), KAPPA, np.nextafter(KAPPA, np.inf), np.nextafter(KAPPA, -np.inf), [-1e300, 1e300, -np.inf]]
+    )
+    np.testing.assert_array_equal(bin_index(x), np.searchsorted(KAPPA, x, side="left"))
+
+
+def test_files_of_one_run_are_grouped_and_others_kept_apart(tmp_path):
+    from metrics.summary import group_files_by_run
+
+    a = write(episodes([1.0], seed=0), tmp_path / "a.parquet")
+    b = write(episodes([1.0], seed=1), tmp_path / "b.parquet")
+    c = write(episodes([1.0], seed=0, phase="final_greedy"), tmp_path / "c.csv")
+    groups = sorted(sorted(g) for g in group_files_by_run([a, b, c]))
+    assert groups == [sorted([a, c]), [b]]
