@@ -11,6 +11,10 @@ if "PRODUCT_SETTINGS" not in globals():
 
 TABLE_FORMATS = ("csv", "md", "tex", "html")
 
+# The report's front page (metrics and phases in a paragraph), unless the Snakefile sets its own.
+if workflow.report_text is None:
+    workflow.report("../report/workflow.rst")
+
 
 def table_outputs(name, caption, category, **report_kw):
     """Named outputs csv, md, tex, html; the HTML one goes into the report."""

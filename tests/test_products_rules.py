@@ -1,0 +1,48 @@
+"""The product rules plug into the workflow: every table and figure is a target of `all`
+and each can be planned alone (a dry run of the tiny preset; nothing is trained)."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("snakemake")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TASKS = ["goal", "circle"]  # config/presets/tiny.yaml
+FIGURES = ["figure1", "figure2", "figureA1", "figureA2", "figure_tier_sensitivity"] + \
+    [f"figureA_{kind}_{t}" for kind in ("curves", "final") for t in TASKS]
+TABLES = ["table2", "tableA2", "tableA3"] + [f"tableA_task_{t}" for t in TASKS]
+PRODUCT_RULES = {"figure1", "figure2", "figureA1", "figureA2_multipliers", "figure_tier_sensitivity",
+                 "figureA_training_curves", "figureA_final_costs", "table2", "tableA2", "tableA3", "tableA_task"}
+
+
+def dry_run(tmp_path, *targets):
+    cmd = [sys.executable, "-m", "snakemake", "-n", "-s", os.path.join(REPO, "Snakefile"), "-d", str(tmp_path),
+           "--config", "preset=tiny", "-c1", *targets]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    text = done.stdout + done.stderr
+    stats = text[text.index("Job stats:"):]
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", stats[:stats.index("total")], re.M))
+    return text, {k: int(v) for k, v in jobs.items()}
+
+
+def test_all_plans_every_product(tmp_path):
+    text, jobs = dry_run(tmp_path)
+    for name in FIGURES:
+        for ext in ("pdf", "png"):
+            assert f"results/figures/{name}.{ext}" in text
+    for name in TABLES:
+        for ext in ("csv", "md", "tex", "html"):
+            assert f"results/tables/{name}.{ext}" in text
+    assert PRODUCT_RULES <= set(jobs)
+    assert jobs["figureA_training_curves"] == jobs["figureA_final_costs"] == jobs["tableA_task"] == len(TASKS)
+
+
+@pytest.mark.parametrize("target, rule", [("results/figures/figure2.png", "figure2"),
+                                          ("results/tables/tableA_task_circle.md", "tableA_task")])
+def test_one_product_is_its_own_target(tmp_path, target, rule):
+    _, jobs = dry_run(tmp_path, target)
+    assert set(jobs) & PRODUCT_RULES == {rule}
+    assert jobs[rule] == 1
