@@ -45,6 +45,12 @@ def test_settings_defaults_and_overrides():
     assert s["smoothing_window"] == 3 and s["cdf_xmax"] == {"figure2": 1.5, "figureA1": 20.0}
     assert s["baseline"] == "ppo" and s["sensitivity"]["ranges"]["moderate.V"] == [0.0, 1.0]
     assert settings.resolve(None) == settings.DEFAULTS
+    # Snakemake's --config passes nested values as text
+    s = settings.resolve({"smoothing_window": "3", "cdf_xmax": {"figure2": "1.5"}, "decimals": {"V": "3"},
+                          "sensitivity": {"ranges": {"moderate.V": ["0.2", "0.8"]}}})
+    assert (s["smoothing_window"], s["cdf_xmax"]["figure2"], s["decimals"]["V"]) == (3, 1.5, 3)
+    assert s["sensitivity"]["ranges"]["moderate.V"] == [0.2, 0.8]
+    assert settings.resolve({"figure1": {"task": "goal", "seed": "2"}})["figure1"]["seed"] == 2
     assert settings.resolve({"figure1": {"seed": 3}})["figure1"] == {"task": "circle", "bound": 25, "algo": "ppo_lag",
                                                                     "seed": 3}
 

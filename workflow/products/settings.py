@@ -29,6 +29,19 @@ DEFAULTS = {
 }
 
 
+def _coerce(value, default):
+    """Numbers given as text (Snakemake's `--config key={...}` passes nested values as strings)."""
+    if isinstance(value, str) and isinstance(default, (int, float)) and not isinstance(default, bool):
+        for kind in (int, float):
+            try:
+                return kind(value)
+            except ValueError:
+                pass
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return [_coerce(v, 0.0) for v in value]
+    return value
+
+
 def _merge(base: dict, override: dict, where: str) -> dict:
     out = copy.deepcopy(base)
     for key, value in (override or {}).items():
@@ -39,7 +52,8 @@ def _merge(base: dict, override: dict, where: str) -> dict:
                 raise ValueError(f"config {where}.{key}: expected a mapping, got {value!r}")
             out[key] = _merge(base[key], value, f"{where}.{key}")
         else:
-            out[key] = value
+            default = base.get(key, 0.0 if where in ("products.sensitivity.ranges", "products.decimals") else None)
+            out[key] = _coerce(value, default)
     return out
 
 
