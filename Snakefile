@@ -34,9 +34,13 @@ workflow.localrules(*[r.name for r in workflow.rules
                       if os.path.basename(r.snakefile) in ("figures.smk", "tables.smk")])
 
 
+# The runs and their summaries are listed too: Snakemake only regenerates a deleted
+# intermediate file when a target asks for it, and a deleted run must be retrained.
 rule all:
     default_target: True
     input:
+        all_runs("run.json"),
+        all_runs("summary.parquet"),
         AGGREGATE_FILES.values(),
         TIER_FILES.values(),
         PRODUCT_TARGETS,

@@ -2,7 +2,8 @@
 
     python -m workflow.train_job --task goal --bound 25 --algo ppo --seed 0 --out DIR [trainer options]
 
-The process is replaced by the trainer (exec), so SLURM's SIGTERM / SIGUSR2 reach it
+It records the job (host, pid, SLURM job id) in DIR/job.json for `python -m workflow.status`,
+then the process is replaced by the trainer (exec), so SLURM's SIGTERM / SIGUSR2 reach it
 directly and it can write its checkpoint and exit 75.
 
 Test switch, read from the environment inside the job so that it never becomes a
@@ -14,10 +15,17 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import os
+import shlex
+import socket
 import sys
+import time
+
+from workflow.atomic import write_text
 
 FAIL_RUNS_ENV = "SAFERL_FAIL_RUNS"
+JOB_MARKER = "job.json"  # read by workflow.status to tell a running job from a dead one
 
 
 def run_id(task: str, bound: str, algo: str, seed: str | int) -> str:
@@ -28,12 +36,32 @@ def should_fail(run: str, patterns: str | None) -> bool:
     return any(fnmatch.fnmatchcase(run, p.strip()) for p in (patterns or "").split(",") if p.strip())
 
 
+def trainer_options(cfg: dict) -> str:
+    """Trainer options that follow from a validated config: exactly what changes a run's
+    result (not `threads`), in a stable order, so Snakemake's params trigger is exact."""
+    train = cfg["train"]
+    opts = ["--preset", train["preset"], "--backend", cfg["backend"]]
+    for key in ["total_steps", "num_envs", "episode_length", "eval_episodes"]:
+        if train.get(key) is not None:
+            opts += ["--" + key.replace("_", "-"), str(train[key])]
+    for key, value in sorted(train.get("set", {}).items()):
+        opts += ["--set", shlex.quote(f"{key}={value}")]
+    return " ".join(opts)
+
+
 def trainer_argv(args: argparse.Namespace, extra: list[str]) -> list[str]:
     return [sys.executable, "-m", "algos.train", "--task", args.task, "--bound", args.bound,
             "--algo", args.algo, "--seed", str(args.seed), "--out", args.out, *extra]
 
 
-def main(argv: list[str] | None = None) -> None:
+def write_job_marker(out_dir: str) -> None:
+    """Who runs this run: the pid survives the exec below, so it is the trainer's."""
+    marker = {"host": socket.gethostname(), "pid": os.getpid(),
+              "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "started": time.time()}
+    write_text(os.path.join(out_dir, JOB_MARKER), json.dumps(marker) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:  # noqa: D103
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name in ["task", "bound", "algo", "out"]:
         parser.add_argument("--" + name, required=True)
@@ -45,6 +73,7 @@ def main(argv: list[str] | None = None) -> None:
               file=sys.stderr, flush=True)
         sys.exit(1)
     cmd = trainer_argv(args, extra)
+    write_job_marker(args.out)
     print("train_job: exec " + " ".join(cmd), file=sys.stderr, flush=True)
     os.execv(cmd[0], cmd)
 

@@ -44,7 +44,9 @@ REPORT = RESULTS + "/report.html"
 AGGREGATE_FILES = {
     name: f"{METRICS_DIR}/{name}{ext}"
     for name, ext in [("iqm", ".csv"), ("bootstrap", ".parquet"), ("cdf", ".parquet"),
-                      ("run_metrics", ".parquet")]
+                      ("run_metrics", ".parquet"), ("condition_stats", ".parquet"),
+                      ("condition_bootstrap", ".parquet"), ("iterates", ".parquet"),
+                      ("final_episodes", ".parquet"), ("aggregate", ".json")]
 }
 THRESHOLDS_FILE = METRICS_DIR + "/thresholds.yaml"
 TIER_FILES = {"tiers": METRICS_DIR + "/tiers.csv", "conditions": METRICS_DIR + "/conditions.csv"}

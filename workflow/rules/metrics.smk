@@ -67,5 +67,6 @@ rule tiers:
 rule metrics:
     """Every threshold-free and threshold-dependent metric file, no tables or figures."""
     input:
+        all_runs("summary.parquet"),
         AGGREGATE_FILES.values(),
         TIER_FILES.values(),

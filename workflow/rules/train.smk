@@ -6,17 +6,7 @@
 # DIR/checkpoint/ behind; the retry or the next invocation resumes from there.
 
 
-def trainer_options(cfg):
-    """Trainer command-line options that follow from the config (stable between runs)."""
-    train = cfg["train"]
-    opts = ["--preset", train["preset"], "--backend", cfg["backend"]]
-    for key in ["total_steps", "num_envs", "episode_length", "eval_episodes"]:
-        if train.get(key) is not None:
-            opts += ["--" + key.replace("_", "-"), str(train[key])]
-    for key, value in sorted(train.get("set", {}).items()):
-        opts += ["--set", f"{key}={value}"]
-    return " ".join(opts)
-
+from workflow.train_job import trainer_options
 
 TRAINER_OPTIONS = trainer_options(CFG)
 
@@ -37,7 +27,7 @@ rule train:
     shell:
         "python -m workflow.train_job --task {wildcards.task} --bound {wildcards.bound}"
         " --algo {wildcards.algo} --seed {wildcards.seed} --out $(dirname {output.run})"
-        " {params.options} > {log} 2>&1"
+        " {params.options} >> {log} 2>&1"
 
 
 rule runs:

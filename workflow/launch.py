@@ -1,0 +1,110 @@
+"""Submit the sweep's Snakemake controller as a long-running CPU job with submitit, so it
+does not die with the login shell.
+
+    python -m workflow.launch --profile cluster_profiles/slurm [--preset paper]
+        [--partition P] [--account A] [--hours 72] [--cpus 4] [--mem-gb 8]
+        [--cluster slurm|local|debug] [--dry-run] [-- SNAKEMAKE ARGS...]
+
+The controller runs `python -m snakemake --workflow-profile PROFILE` in this directory; the
+profile's executor (SLURM for cluster_profiles/slurm) submits one job per run. Its output is
+in .snakemake/launcher/<job id>_0_log.out. Progress per run: `python -m workflow.status`.
+Launching again after a failure or a time limit submits only the failed and missing runs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+LAUNCHER_FOLDER = ".snakemake/launcher"
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def snakemake_command(profile: str, preset: str | None, extra: list[str],
+                      python: str = sys.executable) -> list[str]:
+    """The controller's command line (this checkout's Snakefile, results in the current folder)."""
+    cmd = [python, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--workflow-profile", profile]
+    if preset:
+        cmd += ["--config", f"preset={preset}"]
+    return cmd + list(extra)
+
+
+def run_controller(cmd: list[str], workdir: str) -> int:
+    """Body of the submitted job: run Snakemake to the end; fail the job if it fails."""
+    rc = subprocess.run(cmd, cwd=workdir).returncode
+    if rc != 0:
+        raise RuntimeError(f"snakemake exited with status {rc}: {' '.join(cmd)}")
+    return rc
+
+
+def executor_parameters(args: argparse.Namespace, repo: Path) -> dict:
+    """submitit parameters of the controller job (a CPU job: it only waits and runs light rules)."""
+    params = {
+        "name": "saferl-sweep-controller",
+        "timeout_min": int(args.hours * 60),
+        "cpus_per_task": args.cpus,
+        "mem_gb": args.mem_gb,
+        # Jobs unpickle workflow.launch.run_controller: the node must import this checkout.
+        "slurm_setup": [f"export PYTHONPATH={repo}${{PYTHONPATH:+:$PYTHONPATH}}"],
+    }
+    if args.partition:
+        params["slurm_partition"] = args.partition
+    if args.account:
+        params["slurm_account"] = args.account
+    return params
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", required=True, help="Snakemake profile folder, e.g. cluster_profiles/slurm")
+    parser.add_argument("--preset", help="config preset (default: the one config/config.yaml names)")
+    parser.add_argument("--partition", help="partition for the controller job (a CPU partition)")
+    parser.add_argument("--account", help="SLURM account for the controller job")
+    parser.add_argument("--hours", type=float, default=72.0, help="time limit of the controller job")
+    parser.add_argument("--cpus", type=int, default=4, help="CPUs of the controller job (local rules run there)")
+    parser.add_argument("--mem-gb", type=float, default=8.0)
+    parser.add_argument("--cluster", choices=["slurm", "local", "debug"], default=None,
+                        help="submitit executor (default: slurm when sbatch exists, else local)")
+    parser.add_argument("--folder", default=LAUNCHER_FOLDER, help="submitit folder (logs, pickles)")
+    parser.add_argument("--dry-run", action="store_true", help="print the controller command and parameters; submit nothing")
+    args = parser.parse_args(argv)
+
+    if not (Path(args.profile) / "config.yaml").is_file():
+        parser.error(f"--profile {args.profile}: no config.yaml in that folder")
+    repo = REPO
+    workdir = os.getcwd()
+    cmd = snakemake_command(args.profile, args.preset, extra)
+    params = executor_parameters(args, repo)
+    if args.dry_run:
+        print("controller command:", " ".join(cmd))
+        print("job parameters:", params)
+        return 0
+
+    import submitit
+
+    executor = submitit.AutoExecutor(folder=args.folder, cluster=args.cluster)
+    cluster = executor.cluster
+    if cluster != "slurm":
+        params = {k: v for k, v in params.items() if not k.startswith("slurm_")}
+    executor.update_parameters(**params)
+    job = executor.submit(run_controller, cmd, workdir)
+    print(f"submitted the sweep controller as {cluster} job {job.job_id}")
+    print(f"  command:  {' '.join(cmd)}")
+    print(f"  its log:  {job.paths.stdout} (and {job.paths.stderr})")
+    print("  progress: python -m workflow.status" + (f" --config preset={args.preset}" if args.preset else ""))
+    if cluster == "debug":
+        job.result()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
