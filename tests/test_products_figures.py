@@ -35,6 +35,9 @@ def assert_figure_files(pdf, png, min_bytes=10_000):
         assert f.read(8) == PNG_MAGIC
     assert os.path.getsize(pdf) > min_bytes and os.path.getsize(png) > min_bytes
     assert not glob.glob(os.path.join(os.path.dirname(pdf), ".*.tmp"))  # no temp files left behind
+    mask = os.umask(0)
+    os.umask(mask)
+    assert os.stat(png).st_mode & 0o777 == 0o666 & ~mask  # readable like any file the user writes
 
 
 def _paths(tmp_path, name):
