@@ -86,7 +86,7 @@ def generate(folder, seeds, iterates, train_episodes, final_episodes):
     return paths, total
 
 
-def child_evaluate(list_file, out_dir, reps):
+def child_evaluate(list_file, out_dir, reps, jobs):
     """Runs in a fresh process so its max RSS is the evaluation's own peak."""
     import metrics
     from metrics.aggregate import write_aggregate_files
@@ -96,7 +96,7 @@ def child_evaluate(list_file, out_dir, reps):
         paths = fh.read().split("\n")
     times = {}
     t0 = time.perf_counter()
-    summary = metrics.summarise(paths)
+    summary = metrics.summarise(paths, jobs=jobs)
     times["summarise"] = time.perf_counter() - t0
     t = time.perf_counter()
     result = metrics.aggregate(summary, reps=reps, seed=0)
@@ -184,10 +184,11 @@ def main():
     parser.add_argument("--shards", help="folder for the shards (reused if present); default a temp folder")
     parser.add_argument("--keep", action="store_true", help="keep generated shards and outputs")
     parser.add_argument("--rliable-python", default="/work/venv-rliable/bin/python")
-    parser.add_argument("--_child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--jobs", type=int, default=1, help="processes for stage 1 (metrics.summarise(jobs=...))")
+    parser.add_argument("--_child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._child:
-        child_evaluate(args._child[0], args._child[1], int(args._child[2]))
+        child_evaluate(args._child[0], args._child[1], int(args._child[2]), int(args._child[3]))
         return
     if args.small:
         args.seeds, args.iterates, args.train_episodes = 3, 10, 256
@@ -201,29 +202,32 @@ def main():
         size = sum(os.path.getsize(p) for p in paths)
         print(
             f"sweep: {len(paths)} runs x ({args.iterates} iterates x {args.train_episodes} + 2 x {args.final_episodes}) "
-            f"= {episodes:,} episodes in {len(paths)} Parquet shards, {size / 1e9:.2f} GB "
+            f"= {episodes:,} episodes in {len(paths)} Parquet shards, {size / 1e6:,.0f} MB "
             f"(generated/checked in {time.perf_counter() - t:.1f} s)"
         )
         list_file = os.path.join(work, "shards.txt")
         with open(list_file, "w") as fh:
             fh.write("\n".join(paths))
         shutil.rmtree(out, ignore_errors=True)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         child = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), "--_child", list_file, out, str(args.reps)],
+            [sys.executable, os.path.abspath(__file__), "--_child", list_file, out, str(args.reps), str(args.jobs)],
             capture_output=True, text=True,
         )
         wall = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         if child.returncode != 0:
             sys.exit(f"evaluation failed:\n{child.stderr}")
-        peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        peak_kb = after.ru_maxrss
         stages = json.loads(child.stdout.strip().splitlines()[-1])
-        print(f"full evaluation (B = {args.reps}, CDF bands on {2101} points, tiers), one process:")
+        print(f"full evaluation (B = {args.reps}, CDF bands on 2101 points, tiers), stage 1 in {args.jobs} process(es):")
         print(f"  wall time {wall:.1f} s (process start + imports included); inside: "
               + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()))
-        print(f"  peak memory (max RSS of the evaluating process) {peak_kb / 1024**2:.2f} GiB"
-              + ("" if peak_kb > before else " (upper bound: an earlier child had a larger peak)"))
+        print(f"  CPU time {cpu:.1f} s (user + system, all processes; less sensitive than wall time to a busy machine)")
+        print(f"  peak memory (largest max RSS of one evaluating process) {peak_kb / 1024**2:.2f} GiB"
+              + ("" if peak_kb > before.ru_maxrss else " (upper bound: an earlier child had a larger peak)"))
         print(f"  throughput {episodes / stages['total'] / 1e6:.2f} million episodes/s")
         compare_with_rliable(os.path.join(out, "run_metrics.parquet"), args.reps, args.rliable_python)
     finally:

@@ -13,7 +13,7 @@ from .schema import EpisodeTableError, MetricsWarning, ThresholdError
 def _summarise(args):
     from .summary import summarise, write_summary
 
-    write_summary(summarise(args.episodes), args.out)
+    write_summary(summarise(args.episodes, jobs=args.jobs), args.out)
 
 
 def _aggregate(args):
@@ -32,7 +32,7 @@ def _tiers(args):
 def _evaluate(args):
     from .evaluate import evaluate
 
-    evaluate(args.episodes, args.out, args.reps, args.seed, args.thresholds, args.estimator)
+    evaluate(args.episodes, args.out, args.reps, args.seed, args.thresholds, args.estimator, jobs=args.jobs)
 
 
 def _bootstrap_options(p):
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("summarise", help="stage 1: validate episode files and write one per-run summary file")
     p.add_argument("episodes", nargs="+", help="episode tables (.parquet, .csv)")
     p.add_argument("--out", required=True, help="summary file to write (Parquet)")
+    p.add_argument("--jobs", type=int, default=1, help="processes reading episode files (default 1)")
     p.set_defaults(func=_summarise)
 
     p = sub.add_parser("aggregate", help="stage 2: IQMs, bootstrap, CDFs, per-condition statistics")
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("episodes", nargs="+", help="episode tables (.parquet, .csv)")
     p.add_argument("--out", required=True, help="folder to write into")
     p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: PAPER.md Table 1)")
+    p.add_argument("--jobs", type=int, default=1, help="processes reading episode files (default 1)")
     _bootstrap_options(p)
     p.set_defaults(func=_evaluate)
     return parser

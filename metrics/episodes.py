@@ -146,7 +146,7 @@ def _numbers(col: pa.ChunkedArray, name, path, missing_as_nan=False) -> np.ndarr
 def _integers(col, name, path) -> np.ndarray:
     values = _numbers(col, name, path)
     if values.dtype.kind in "iu":
-        return values.astype(np.int64)
+        return values.astype(np.int64, copy=False)
     bad = ~np.isfinite(values) | (values != np.round(values))
     if bad.any():
         _fail(path, f"column {name} must hold integers", np.flatnonzero(bad))
@@ -222,9 +222,9 @@ def _dense_rank(values):
         return np.zeros(0, np.int64), 1
     lo, hi = values.min(), values.max()
     if lo == hi:
-        return np.zeros(values.size, np.int64), 1
+        return np.zeros(1, np.int64), 1  # broadcasts; constant columns are dropped from the key
     if values.dtype.kind in "iu" and hi - lo < 4 * values.size + 1024:
-        return (values - lo).astype(np.int64), int(hi - lo) + 1
+        return (values.astype(np.int64, copy=False) - lo), int(hi - lo) + 1
     unique, inverse = np.unique(values, return_inverse=True)
     return inverse.astype(np.int64), unique.size
 
@@ -238,14 +238,15 @@ def sort_and_check(ep: EpisodeArrays) -> EpisodeArrays:
     if len(ep) == 0:
         return ep
     columns = [
-        (ep.task.astype(np.int64), len(ep.tasks)),
+        _dense_rank(ep.task),
         _dense_rank(ep.bound),
-        (ep.algo.astype(np.int64), len(ep.algos)),
+        _dense_rank(ep.algo),
         _dense_rank(ep.seed),
-        (ep.phase.astype(np.int64), len(PHASES)),
+        _dense_rank(ep.phase),
         _dense_rank(ep.iteration),
         _dense_rank(ep.episode),
     ]
+    columns = [(codes, size) for codes, size in columns if size > 1] or [columns[-1]]  # constants order nothing
     radix = 1
     for _, size in columns:
         radix *= max(size, 1)

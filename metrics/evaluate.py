@@ -11,14 +11,16 @@ from .thresholds import load_thresholds
 from .tiers import TIER_FILES, assign_tiers
 
 
-def evaluate(episode_paths, out_dir, reps: int = DEFAULT_REPS, seed: int = 0, thresholds_path=None, estimator="stratified"):
+def evaluate(
+    episode_paths, out_dir, reps: int = DEFAULT_REPS, seed: int = 0, thresholds_path=None, estimator="stratified", jobs: int = 1
+):
     """Summarise, aggregate and tier episode files; write stage 2's and stage 3's files to out_dir.
 
     Returns (Aggregate, {'tiers': DataFrame, 'conditions': DataFrame}). Thresholds are loaded
     first so that a bad threshold file fails before any work; nothing is written on error.
     """
     thresholds = load_thresholds(thresholds_path)
-    result: Aggregate = aggregate(summarise(episode_paths), reps=reps, seed=seed, estimator=estimator)
+    result: Aggregate = aggregate(summarise(episode_paths, jobs=jobs), reps=reps, seed=seed, estimator=estimator)
     tables = assign_tiers(result, thresholds)
     with staged_directory(out_dir) as stage:
         write_aggregate_files(result, stage)

@@ -279,16 +279,27 @@ def concat_summaries(summaries) -> Summary:
     return Summary(**out)
 
 
-def summarise(paths) -> Summary:
-    """Validate episode files (Parquet/CSV, one or many) and summarise every run in them."""
+def _summarise_group(group) -> Summary:
+    ep = sort_and_check(load_episode_arrays(group))
+    if len(ep) == 0:
+        raise EpisodeTableError(f"{', '.join(group)}: no episodes")
+    return summarise_sorted(ep)
+
+
+def summarise(paths, jobs: int = 1) -> Summary:
+    """Validate episode files (Parquet/CSV, one or many) and summarise every run in them.
+
+    ``jobs`` > 1 summarises groups of files in that many processes (same result)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    parts = []
-    for group in group_files_by_run(paths):
-        ep = sort_and_check(load_episode_arrays(group))
-        if len(ep) == 0:
-            raise EpisodeTableError(f"{', '.join(group)}: no episodes")
-        parts.append(summarise_sorted(ep))
+    groups = group_files_by_run(paths)
+    if jobs > 1 and len(groups) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            parts = list(pool.map(_summarise_group, groups, chunksize=max(1, len(groups) // (8 * jobs))))
+    else:
+        parts = [_summarise_group(group) for group in groups]
     summary = concat_summaries(parts)
     _check_no_overlap(summary)
     return summary

@@ -57,3 +57,10 @@ def test_files_of_one_run_are_grouped_and_others_kept_apart(tmp_path):
     c = write(episodes([1.0], seed=0, phase="final_greedy"), tmp_path / "c.csv")
     groups = sorted(sorted(g) for g in group_files_by_run([a, b, c]))
     assert groups == [sorted([a, c]), [b]]
+
+
+def test_summarise_in_two_processes_gives_the_same_summary(tmp_path):
+    paths = [write(episodes(np.arange(5.0) * (k + 1), seed=k), tmp_path / f"s{k}.parquet") for k in range(4)]
+    one, two = summarise(paths), summarise(paths, jobs=2)
+    for name in ("iterates", "runs", "histograms", "final_episodes"):
+        pd.testing.assert_frame_equal(getattr(one, name), getattr(two, name), check_exact=True)

@@ -1,0 +1,104 @@
+"""Env-only throughput: steps/s per task at N parallel envs after compilation, and compile time.
+
+    python benchmarks/envs_throughput.py [--tasks goal circle push button] [--num-envs 2048]
+        [--steps 200] [--repeats 3] [--crax] [--crax-num-envs 256] [--crax-steps 10]
+
+The built-in backend runs `jit(scan(vmap(env.step)))` over `--steps` steps with uniform random
+actions (episode length 2000, so auto-resets happen as in training: all envs at once, every
+2000 steps). With --crax (and crax-bench importable) the same task is stepped through the
+CRAX adapter in the same run (a jitted loop of vmapped steps; CRAX saturates the CPU well
+below 2048 envs) and the ratio builtin / CRAX is printed. Timings are the best of --repeats.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+
+import envs
+
+
+def measure(env, num_envs, steps, repeats, seed=0):
+    """(compile seconds, best steps/s) for `steps` vmapped steps of `num_envs` envs."""
+
+    def rollout(state, key):
+        def body(s, k):
+            a = jax.random.uniform(k, (num_envs, 2), minval=-1.0, maxval=1.0)
+            s = jax.vmap(env.step)(s, a)
+            return s, None
+
+        state, _ = jax.lax.scan(body, state, jax.random.split(key, steps))
+        return state
+
+    state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(seed), num_envs))
+    jax.block_until_ready(state)
+    run = jax.jit(rollout)
+    start = time.perf_counter()
+    compiled = run.lower(state, jax.random.PRNGKey(1)).compile()
+    compile_s = time.perf_counter() - start
+    state = compiled(state, jax.random.PRNGKey(1))  # warm-up
+    jax.block_until_ready(state)
+    best = 0.0
+    for r in range(repeats):
+        start = time.perf_counter()
+        state = compiled(state, jax.random.PRNGKey(2 + r))
+        jax.block_until_ready(state)
+        best = max(best, num_envs * steps / (time.perf_counter() - start))
+    return compile_s, best
+
+
+def measure_crax(env, num_envs, steps, repeats):
+    """CRAX: a Python loop of one jitted vmapped step (compiling a scan of MJX is minutes)."""
+    reset = jax.jit(jax.vmap(env.reset))
+    step = jax.jit(jax.vmap(env.step))
+    state = reset(jax.random.split(jax.random.PRNGKey(0), num_envs))
+    actions = jax.random.uniform(jax.random.PRNGKey(1), (num_envs, 2), minval=-1.0, maxval=1.0)
+    start = time.perf_counter()
+    state = step(state, actions)
+    jax.block_until_ready(state)
+    compile_s = time.perf_counter() - start
+    best = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(steps):
+            state = step(state, actions)
+        jax.block_until_ready(state)
+        best = max(best, num_envs * steps / (time.perf_counter() - start))
+    return compile_s, best
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", nargs="+", default=list(envs.TASKS), choices=envs.TASKS)
+    parser.add_argument("--num-envs", type=int, default=2048)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--crax", action="store_true", help="also time CRAX's same task (needs crax-bench)")
+    parser.add_argument("--crax-num-envs", type=int, default=256)
+    parser.add_argument("--crax-steps", type=int, default=10)
+    args = parser.parse_args(argv)
+    jax.config.update("jax_compilation_cache_dir", os.environ.get("JAX_COMPILATION_CACHE_DIR", ".jax_cache"))
+
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}, {os.cpu_count()} CPUs; "
+          f"built-in: {args.num_envs} envs x {args.steps} steps, best of {args.repeats}")
+    for task in args.tasks:
+        env = envs.make(task, episode_length=2000)
+        compile_s, sps = measure(env, args.num_envs, args.steps, args.repeats)
+        line = f"{task:7s} builtin: {sps:12,.0f} steps/s   compile {compile_s:5.1f} s"
+        if args.crax:
+            try:
+                crax_env = envs.make(task, backend="crax", episode_length=2000)
+            except ImportError as err:
+                line += f"   crax: not available ({err})"
+            else:
+                c_compile, c_sps = measure_crax(crax_env, args.crax_num_envs, args.crax_steps, 1)
+                line += (f"   crax ({args.crax_num_envs} envs): {c_sps:8,.0f} steps/s   compile {c_compile:5.1f} s"
+                         f"   ratio {sps / c_sps:6.0f}x")
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
