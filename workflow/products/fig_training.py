@@ -61,7 +61,7 @@ def figure_training_curves(per_iterate: pd.DataFrame, *, task: str, window: int 
     apply_rc()
     bounds = sorted(df["bound"].unique())
     algos = ordered_algos(df["algo"].unique())
-    fig, axes = plt.subplots(2, len(bounds), figsize=(max(6.4, 3.2 * len(bounds) + 1.0), 5.0), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(2, len(bounds), figsize=(max(6.4, 3.2 * len(bounds) + 1.0), 5.0), squeeze=False, sharex="col")
     for col, bound in enumerate(bounds):
         for algo in algos:
             group = df[(df["bound"] == bound) & (df["algo"] == algo)]
@@ -94,7 +94,7 @@ def figure_multipliers(traces: pd.DataFrame, *, yscale: str = "symlog"):
     bounds = sorted(df["bound"].unique())
     algos = ordered_algos(df["algo"].unique())
     fig, axes = plt.subplots(len(tasks), len(bounds), figsize=(max(6.4, 3.0 * len(bounds) + 1.2), 2.3 * len(tasks) + 0.9),
-                             squeeze=False, sharex=True)
+                             squeeze=False, sharex="col")
     for r, task in enumerate(tasks):
         for c, bound in enumerate(bounds):
             ax = axes[r][c]
@@ -104,6 +104,9 @@ def figure_multipliers(traces: pd.DataFrame, *, yscale: str = "symlog"):
                     _plot_band(ax, seed_band(group, "multiplier", x, 1), x, algo, algos)
             if yscale == "symlog":
                 ax.set_yscale("symlog", linthresh=0.1)
+                here = df[(df["task"] == task) & (df["bound"] == bound)]["multiplier"]
+                if len(here):  # keep 0 and the linear range in view, even when every value is 0
+                    ax.set_ylim(min(-0.02, float(here.min()) * 1.3), max(0.1, float(here.max()) * 1.3))
             else:
                 ax.set_yscale(yscale)
             if r == 0:
