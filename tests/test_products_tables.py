@@ -123,6 +123,9 @@ def test_bold_rule_on_a_hand_worked_case():
     assert not any(table.bold[i][j] for i in range(len(algos)) for j in greedy)
     # P(tier) is the share of replicates in the shown tier
     assert table.cells[algos.index("P3O")][col["P(tier)"]] == "0.75"
+    assert table.cells[algos.index("P3O")][col["P(T0/../T4)"]] == "0/0/0/.75/.25"
+    assert table.cells[algos.index("FOCOPS")][col["P(T0/../T4)"]] == ".75/.25/0/0/0"
+    assert bold_of("P(T0/../T4)") == set()
     md = tablefmt.to_markdown(table)
     assert "| P3O | **40.0** |" in md
     assert r"\textbf{40.0}" in tablefmt.to_latex(table)
@@ -169,6 +172,8 @@ def test_task_tables_hold_the_engines_condition_statistics(engine, cfg, tmp_path
             group = "Training (with noise)" if row.phase == "train" else "Final, greedy"
             prefix = "T" if row.phase == "train" else "F"
             assert table.cells[i][table.columns.index((group, "Tier"))] == f"{prefix}{row.tier}"
+            shares = table.cells[i][table.columns.index((group, "P(0/../4)"))].split("/")
+            assert len(shares) == 5 and shares[row.tier] != "0"
             assert table.cells[i][table.columns.index((group, "V"))] == f"{row.V_mean:.2f} ± {row.V_std:.2f}"
     with pytest.raises(ValueError, match="no rows for task 'push'"):
         tables.task_table(cond, "push")

@@ -40,6 +40,19 @@ def fmt_num(value: float, decimals: int) -> str:
     return _fix_negative_zero(f"{value:.{decimals}f}")
 
 
+def fmt_shares(shares) -> str:
+    """Tier distribution p_tier0..p_tier4 compactly: '0/.18/.82/0/0'."""
+    def one(p):
+        p = float(p)
+        if not np.isfinite(p):
+            return "-"
+        if p == 0 or p == 1:
+            return str(int(p))
+        text = f"{p:.2f}"
+        return {"0.00": "<.01", "1.00": ">.99"}.get(text, text.lstrip("0"))
+    return "/".join(one(p) for p in shares)
+
+
 def best_rows(values: dict[str, float], safe: dict[str, bool], higher_is_better: bool,
               baseline: str | None) -> set[str]:
     """The algorithms whose value is best among the safe, non-baseline ones (ties: all)."""
@@ -93,11 +106,12 @@ def iqm_table(iqm: pd.DataFrame, tiers: pd.DataFrame, *, title: str, phases, met
             data[f"{phase}_{metric}_ci_high"] = [highs[a] for a in algos]
             data[f"{phase}_{metric}_bold"] = [a in winners for a in algos]
         tier_winners = best_rows({a: float(t) for a, t in tier_of.items()}, safe, True, baseline)
-        columns += [(group, "Tier"), (group, "P(tier)")]
+        columns += [(group, "Tier"), (group, "P(tier)"), (group, "P(T0/../T4)")]
         for i, a in enumerate(algos):
             p = float(tier_by_key.loc[(a, phase), f"p_tier{tier_of[a]}"])
-            cells[i] += [str(tier_of[a]), f"{p:.2f}"]
-            bold[i] += [a in tier_winners, False]
+            dist = fmt_shares(tier_by_key.loc[(a, phase), P_TIER_COLUMNS])
+            cells[i] += [str(tier_of[a]), f"{p:.2f}", dist]
+            bold[i] += [a in tier_winners, False, False]
         data[f"{phase}_tier"] = [tier_of[a] for a in algos]
         data[f"{phase}_tier_bold"] = [a in tier_winners for a in algos]
         for col in P_TIER_COLUMNS:
@@ -107,7 +121,7 @@ def iqm_table(iqm: pd.DataFrame, tiers: pd.DataFrame, *, title: str, phases, met
         "IQM over (task, bound) conditions of the seed means"
         + ("; [95 % stratified-bootstrap CI]." if with_ci else "."),
         "Tier 0 Unsafe, 1 Minimal, 2 Moderate, 3 Substantial, 4 Strict; P(tier) = share of "
-        "bootstrap replicates that land in the shown tier.",
+        "bootstrap replicates that land in the shown tier; P(T0/../T4) = their shares in tiers 0 to 4.",
         "Bold: best value per column among algorithms with tier >= 1 in that phase"
         + (f", {algo_label(baseline)} (unconstrained baseline) excluded." if baseline else "."),
     ]
@@ -168,13 +182,14 @@ def task_table(conditions: pd.DataFrame, task: str, *, phases=("train", "final_g
                 cells[i].append(fmt_num(mean, d) + (f" ± {fmt_num(std, d)}" if np.isfinite(std) else ""))
             data[f"{phase}_{metric}_mean"] = [np.nan if r is None else float(r[f"{metric}_mean"]) for r in got]
             data[f"{phase}_{metric}_std"] = [np.nan if r is None else float(r[f"{metric}_std"]) for r in got]
-        columns += [(group, "Tier"), (group, "P(tier)")]
+        columns += [(group, "Tier"), (group, "P(tier)"), (group, "P(0/../4)")]
         for i, row in enumerate(got):
             if row is None:
-                cells[i] += ["-", "-"]
+                cells[i] += ["-", "-", "-"]
             else:
                 tier = int(row["tier"])
-                cells[i] += [f"{TIER_PREFIX[phase]}{tier}", f"{float(row[f'p_tier{tier}']):.2f}"]
+                cells[i] += [f"{TIER_PREFIX[phase]}{tier}", f"{float(row[f'p_tier{tier}']):.2f}",
+                             fmt_shares(row[P_TIER_COLUMNS])]
         data[f"{phase}_n_seeds"] = [np.nan if r is None else int(r["n_seeds"]) for r in got]
         data[f"{phase}_tier"] = [np.nan if r is None else int(r["tier"]) for r in got]
         for col in P_TIER_COLUMNS:
@@ -185,7 +200,8 @@ def task_table(conditions: pd.DataFrame, task: str, *, phases=("train", "final_g
     notes = [
         "Mean ± sample std over seeds (the std does not shrink with more seeds); tiers of the seed "
         "means: " + ", ".join(f"{TIER_PREFIX[p]}0..{TIER_PREFIX[p]}4 {PHASE_LABELS[p].lower()}" for p in phases) + ".",
-        "P(tier): share of bootstrap replicates (seeds resampled) in the shown tier.",
+        "P(tier): share of bootstrap replicates (seeds resampled) in the shown tier; P(0/../4): "
+        "their shares in tiers 0 to 4.",
     ]
     return Table(title=title or f"Per-condition results on {task_label(task)}", row_header=["d", "Algorithm"],
                  rows=[[f"{b:g}", algo_label(a)] for b, a in keys], columns=columns, cells=cells,
