@@ -129,7 +129,7 @@ class TrainConfig:
 
     def static_key(self) -> "TrainConfig":
         """The config with every runtime value blanked: equal keys share compiled programs."""
-        return dataclasses.replace(self, **{f: 0.0 for f in HYPER_FIELDS}, seed=0,
+        return dataclasses.replace(self, **{f: 0.0 for f in HYPER_FIELDS}, seed=0, total_steps=0,
                                    checkpoint_every_s=0.0)
 
     def to_dict(self) -> dict:

@@ -90,8 +90,8 @@ class Programs(NamedTuple):
     """The pure functions of one static config (jit them to get its compiled programs)."""
 
     init: Any  # (seed, hyper) -> TrainState
-    chunk: Any  # (TrainState, hyper) -> (TrainState, IterateLog, UpdateSummary)
-    evaluate: Any  # (params, normalizer, seed, noise_scale) -> Pending over eval episodes
+    chunk: Any  # (TrainState, hyper, num_updates) -> (TrainState, IterateLog, UpdateSummary)
+    evaluate: Any  # (params, normalizer, seed, noise_scale) -> (Pending over eval episodes, first obs)
 
 
 def gae(rewards, values, bootstrap, done, truncated, discount, lam):
@@ -139,7 +139,6 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
     act, use_norm, algo = cfg.activation, cfg.normalize_observations, cfg.algo
     with_cost = cfg.uses_cost_critic
     adam = optax.scale_by_adam()
-    num_updates = cfg.num_updates
     n_metrics = len(METRIC_NAMES)
 
     def policy_dist(params, norm, obs):
@@ -263,7 +262,8 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
         return new_state, log, summary
 
     # ---- chunk -----------------------------------------------------------------------
-    def chunk(state: TrainState, h: Hyper):
+    def chunk(state: TrainState, h: Hyper, num_updates):
+        """`chunk_updates` updates, skipping those at or past `num_updates` (a runtime budget)."""
         log = IterateLog(jnp.int32(0), jnp.zeros((C,), jnp.int32), jnp.zeros((C,), jnp.int32),
                          jnp.zeros((C, N), jnp.float32), jnp.zeros((C, N), jnp.float32),
                          jnp.zeros((C, N), jnp.int32), jnp.zeros((C,), jnp.float32),
@@ -305,7 +305,8 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
             env_state = jax.vmap(env.step)(env_state, jnp.tanh(z))
             return (env_state, record_finished(pending, env_state), key), None
 
+        first_obs = env_state.obs
         (_, pending, _), _ = jax.lax.scan(step, (env_state, empty_pending(E), k_noise), None, length=T)
-        return pending
+        return pending, first_obs
 
     return Programs(init, chunk, evaluate)

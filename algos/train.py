@@ -62,7 +62,7 @@ def compile_programs(config, env=None) -> Compiled:
     start = time.perf_counter()
     template = jax.eval_shape(programs.init, seed, h)
     init = jax.jit(programs.init).lower(seed, h).compile()
-    chunk = jax.jit(programs.chunk).lower(template, h).compile()
+    chunk = jax.jit(programs.chunk).lower(template, h, jnp.int32(0)).compile()
     evaluate = jax.jit(programs.evaluate).lower(template.params, template.normalizer, seed,
                                                 jnp.float32(0.0)).compile()
     compiled = Compiled(init, chunk, evaluate, template, time.perf_counter() - start)
@@ -112,6 +112,7 @@ def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None,
     h = hyper_of(config)
     N, S = config.num_envs, config.unrolls_per_update * config.unroll_length
     U, C = config.num_updates, config.iterate_capacity
+    num_updates = jnp.int32(U)
     identity = {k: v for k, v in config.to_dict().items() if k not in ("checkpoint_every_s",)}
 
     host = {k: [] for k in HOST_FIELDS}
@@ -153,7 +154,7 @@ def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None,
         while int(state.update) < U:
             update_before = int(state.update)
             start = time.perf_counter()
-            state, log, summary = compiled.chunk(state, h)
+            state, log, summary = compiled.chunk(state, h, num_updates)
             count = int(log.count)  # waits for the chunk
             seconds = time.perf_counter() - start
             if count > C:
@@ -196,8 +197,8 @@ def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None,
     # ---- final evaluation and outputs ------------------------------------------------
     eval_start = time.perf_counter()
     seed = jnp.int32(config.seed)
-    explore = compiled.evaluate(state.params, state.normalizer, seed, jnp.float32(1.0))
-    greedy = compiled.evaluate(state.params, state.normalizer, seed, jnp.float32(0.0))
+    explore, _ = compiled.evaluate(state.params, state.normalizer, seed, jnp.float32(1.0))
+    greedy, _ = compiled.evaluate(state.params, state.normalizer, seed, jnp.float32(0.0))
     for phase, result in (("final_explore", explore), ("final_greedy", greedy)):
         if not bool(jnp.all(result.finished)):
             raise RuntimeError(f"{name}: {phase}: some evaluation episodes did not end within T steps")
