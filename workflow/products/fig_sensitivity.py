@@ -94,7 +94,8 @@ def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, threshold
             left += width
         ax.set_xlim(0, 1)
         ax.set_yticks(y, [algo_label(a) for a in algos])
-        ax.invert_yaxis() if r == 0 else None
+        if r == 0:
+            ax.invert_yaxis()  # first algorithm on top; the y axis is shared, so once is enough
         ax.set_ylabel(PHASE_LABELS[phase].replace(", ", ",\n").replace(" (", "\n("))
         ax.grid(False)
         if r == len(phases) - 1:

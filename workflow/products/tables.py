@@ -11,12 +11,11 @@ R or tier and the lowest C, Dnorm, V or Dnorm+. Ties on unrounded values are all
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd
 
-from .style import HIGHER_IS_BETTER, METRIC_LABELS, METRICS, PHASE_LABELS, algo_label, ordered_algos
+from .style import HIGHER_IS_BETTER, METRIC_LABELS, METRICS, PHASE_LABELS, algo_label, ordered_algos, task_label
 from .tablefmt import Table
 
 N_TIERS = 5
@@ -194,8 +193,6 @@ def task_table(conditions: pd.DataFrame, task: str, *, phases=("train", "final_g
         data[f"{phase}_tier"] = [np.nan if r is None else int(r["tier"]) for r in got]
         for col in P_TIER_COLUMNS:
             data[f"{phase}_{col}"] = [np.nan if r is None else float(r[col]) for r in got]
-
-    from .style import task_label  # local: keeps the import list above the IQM tables' own
 
     notes = [
         "Mean ± sample std over seeds (the std does not shrink with more seeds); tiers of the seed "
