@@ -18,7 +18,7 @@ import pandas as pd
 from . import grid
 from .atomic import staged_directory
 from .bootstrap import draw_counts, group_rng, iqm, percentile_ci, stratified_draws, stratum_means
-from .schema import METRICS, PHASES, RUN_KEYS, EpisodeTableError, MetricsWarning
+from .schema import METRICS, RUN_KEYS, EpisodeTableError, MetricsWarning
 from .summary import Summary, sort_frame
 
 ESTIMATORS = ("stratified", "pooled")
@@ -242,4 +242,4 @@ def read_aggregate(folder) -> Aggregate:
     return Aggregate(meta=meta, **frames)
 
 
-__all__ = ["Aggregate", "aggregate", "check_strata", "read_aggregate", "write_aggregate", "ESTIMATORS", "PHASES"]
+__all__ = ["Aggregate", "aggregate", "check_strata", "read_aggregate", "write_aggregate", "ESTIMATORS"]

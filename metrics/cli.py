@@ -85,7 +85,8 @@ def main(argv=None) -> int:
         return 2
     with warnings.catch_warnings():
         warnings.simplefilter("always", MetricsWarning)
-        warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
+        # catch_warnings restores showwarning afterwards
+        warnings.showwarning = lambda message, *a, **k: print(f"warning: {message}", file=sys.stderr)
         try:
             args.func(args)
         except (EpisodeTableError, ThresholdError) as err:

@@ -104,3 +104,11 @@ def test_worked_example_in_docs_runs_and_matches(tmp_path):
     for _, row in shown.iterrows():
         for col in ("iqm", "ci_low", "ci_high"):
             assert iqm.loc[(row["algo"], row["phase"], row["metric"]), col] == pytest.approx(row[col], abs=5.01e-4)  # shown rounded to 3 decimals
+
+
+def test_warnings_are_printed_and_the_run_still_succeeds(tmp_path, capsys):
+    paths = small_sweep(tmp_path)
+    single = [p for p in paths if not p.endswith(("_1.parquet", "_2.parquet")) or "lag_a_10" not in p]
+    assert main(["evaluate", *single, "--out", str(tmp_path / "o"), "--reps", "20"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: " in err and "lag_a_10_0.parquet: rows of task=a, bound=10, algo=lag, seed=0" in err
