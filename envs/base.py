@@ -84,6 +84,10 @@ class Env:
         point, task_state, reward, cost, terminated = self.task.transition(
             state.point, state.task, action, step_key
         )
+        # Materialise the new physics and task state once: without the barrier XLA fuses the
+        # whole substep chain into every consumer (observation pieces, reward, cost, the
+        # auto-reset select) and recomputes it in each, which made steps several times slower.
+        point, task_state = jax.lax.optimization_barrier((point, task_state))
         reward = jnp.asarray(reward, jnp.float32)
         cost = jnp.asarray(cost, jnp.float32)
         t = state.t + 1
@@ -92,35 +96,27 @@ class Env:
         episode_return = state.episode_return + reward
         episode_cost = state.episode_cost + cost
         terminal_obs = self.task.observe(point, task_state)
-        continuing = EnvState(
-            obs=terminal_obs,
+        fresh = lazy_where(self.reset)(done, state.key, self._placeholder(state))
+        zero = jnp.zeros((), jnp.float32)
+        return EnvState(
+            obs=jnp.where(done, fresh.obs, terminal_obs),
             reward=reward,
             cost=cost,
             done=done,
             truncated=timeout & ~terminated,
             terminal_obs=terminal_obs,
-            t=t.astype(jnp.int32),
-            episode_return=episode_return,
-            episode_cost=episode_cost,
+            t=jnp.where(done, 0, t).astype(jnp.int32),
+            episode_return=jnp.where(done, zero, episode_return),
+            episode_cost=jnp.where(done, zero, episode_cost),
             finished_return=jnp.where(done, episode_return, state.finished_return),
             finished_cost=jnp.where(done, episode_cost, state.finished_cost),
             finished_length=jnp.where(done, t, state.finished_length).astype(jnp.int32),
-            key=state.key,
-            point=point,
-            task=task_state,
+            key=jnp.where(done, fresh.key, state.key),
+            point=jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh.point, point),
+            task=jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh.task, task_state),
         )
-        return lazy_where(self._auto_reset)(done, continuing, continuing)
 
-    def _auto_reset(self, ended: EnvState) -> EnvState:
-        """The next episode's first state, keeping this transition's outcome and totals."""
-        fresh = self.reset(ended.key)
-        return fresh._replace(
-            reward=ended.reward,
-            cost=ended.cost,
-            done=ended.done,
-            truncated=ended.truncated,
-            terminal_obs=ended.terminal_obs,
-            finished_return=ended.finished_return,
-            finished_cost=ended.finished_cost,
-            finished_length=ended.finished_length,
-        )
+    @staticmethod
+    def _placeholder(state: EnvState) -> EnvState:
+        """What `reset` returns where no environment finished (never selected)."""
+        return state

@@ -68,3 +68,40 @@ def push_out(xy, vel, penetration, normal):
     inward = jnp.sum(vel * normal, axis=-1)
     cancel = jnp.sum(jnp.where((active & (inward < 0))[:, None], inward[:, None] * normal, 0.0), axis=0)
     return xy + shift, vel - cancel
+
+
+def agent_vs_boxes(qpos, qvel, centres, half):
+    """Resolve the agent against fixed boxes; returns (qpos, qvel, touching [n])."""
+    discs, radii = agent_discs(qpos)
+    pen, normal = deepest(*box_penetration(discs, radii, centres, half))
+    xy, vxy = push_out(qpos[:2], qvel[:2], pen, normal)
+    return (
+        jnp.concatenate([xy, qpos[2:]]),
+        jnp.concatenate([vxy, qvel[2:]]),
+        pen > -TOUCH_TOLERANCE,
+    )
+
+
+def agent_vs_square_walls(qpos, qvel, inner):
+    """Resolve the agent against the four walls of a square arena, inner faces at +-inner.
+
+    Inside the arena the wall boxes act as half-planes, so this is a clamp per axis, much
+    cheaper than the general box test. Returns (qpos, qvel, touching [4]) in the wall order
+    +x, -x, +y, -y.
+    """
+    x, y, heading = qpos[0], qpos[1], qpos[2]
+    c, s = jnp.cos(heading), jnp.sin(heading)
+    # the farthest point of the agent along each outward normal: body or arrow disc
+    reach = lambda along: jnp.maximum(BODY_RADIUS, ARROW_OFFSET * along + ARROW_RADIUS)
+    pen_px = x + reach(c) - inner
+    pen_nx = -x + reach(-c) - inner
+    pen_py = y + reach(s) - inner
+    pen_ny = -y + reach(-s) - inner
+    x = x - jnp.maximum(pen_px, 0.0) + jnp.maximum(pen_nx, 0.0)
+    y = y - jnp.maximum(pen_py, 0.0) + jnp.maximum(pen_ny, 0.0)
+    vx = jnp.where(pen_px > 0, jnp.minimum(qvel[0], 0.0), qvel[0])
+    vx = jnp.where(pen_nx > 0, jnp.maximum(vx, 0.0), vx)
+    vy = jnp.where(pen_py > 0, jnp.minimum(qvel[1], 0.0), qvel[1])
+    vy = jnp.where(pen_ny > 0, jnp.maximum(vy, 0.0), vy)
+    touching = jnp.stack([pen_px, pen_nx, pen_py, pen_ny]) > -TOUCH_TOLERANCE
+    return jnp.stack([x, y, heading]), jnp.stack([vx, vy, qvel[2]]), touching

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from envs import contacts, point, sensing
+from envs.lazy import lazy_where
 from envs.placement import place_layout, rejection_sample
 
 N_FRAMES = 4
@@ -39,8 +40,9 @@ RESET_NOISE = 0.005
 RESPAWN_TRIES = 32
 WALL_CENTRES = jnp.array([[3.0, 0.0], [-3.0, 0.0], [0.0, 3.0], [0.0, -3.0]], jnp.float32)
 WALL_HALF = jnp.array([[0.06, 3.0], [0.06, 3.0], [3.0, 0.06], [3.0, 0.06]], jnp.float32)
-# What a respawned goal must keep clear of: the agent, the hazards and the other goal.
-RESPAWN_RADII = jnp.array([0.1] + [HAZARD_RADIUS] * N_HAZARDS + [GOAL_RADIUS], jnp.float32)
+WALL_INNER = 3.0 - 0.06
+# What a respawned goal must keep clear of: the agent, the hazards, the other goal, its old spot.
+RESPAWN_RADII = jnp.array([0.1] + [HAZARD_RADIUS] * N_HAZARDS + [GOAL_RADIUS, 0.0], jnp.float32)
 
 
 class GoalState(NamedTuple):
@@ -53,28 +55,30 @@ def goal_distance(xy, goals):
     return jnp.maximum(0.0, jnp.min(jnp.sqrt(jnp.sum((goals - xy) ** 2, axis=-1))) - GOAL_RADIUS)
 
 
-def physics_step(state: point.PointState, action, n_frames, boxes=None):
-    """n_frames substeps with the agent pushed out of the boxes (centres, half) after each.
+def wall_contact(qpos, qvel, extra):
+    qpos, qvel, touching = contacts.agent_vs_square_walls(qpos, qvel, WALL_INNER)
+    return qpos, qvel, extra, touching
 
-    Returns the new PointState and the agent's per-box penetration before the final
-    projection (> -TOUCH_TOLERANCE means touching).
+
+def _respawn(args):
+    """Goals after a reach: the reached one moves to a uniform clear spot (rejection sampling).
+
+    Goals are >= 0.4 apart, so at most one is reached per step and one draw serves both.
+    CRAX keeps the old goal's slot with radius 0, so a respawn lands >= 0.2 from it.
     """
-    ctrl = point.control(action)
-    qpos, qvel = state.qpos, state.qvel
-    penetration = None
-    for i in range(n_frames):
-        if i == n_frames - 1:
-            heading_before, qvel_before = qpos[2], qvel
-        qpos, qvel, a_fwd = point.substep(qpos, qvel, ctrl)
-        if boxes is not None:
-            centres, radii = contacts.agent_discs(qpos)
-            pen, normal = contacts.deepest(*contacts.box_penetration(centres, radii, *boxes))
-            xy, vxy = contacts.push_out(qpos[:2], qvel[:2], pen, normal)
-            qpos = jnp.concatenate([xy, qpos[2:]])
-            qvel = jnp.concatenate([vxy, qvel[2:]])
-            penetration = pen
-    sensors = point.sensor_reading(heading_before, qvel_before, a_fwd)
-    return point.PointState(qpos, qvel, sensors), penetration
+    key, xy, goals, hazards, reached = args
+    staying = jnp.where(reached[0], goals[1], goals[0])
+    leaving = jnp.where(reached[0], goals[0], goals[1])
+    obstacles = jnp.concatenate([xy[None], hazards, staying[None], leaving[None]])
+    new, _ = rejection_sample(
+        key, RESPAWN_TRIES, -EXTENT + 0.01, EXTENT - 0.01, obstacles, RESPAWN_RADII,
+        WALL_CENTRES, WALL_HALF, GOAL_RADIUS, xy,
+    )
+    return jnp.where(reached[:, None], new, goals)
+
+
+# Under vmap the respawn work runs only on steps where some environment reached a goal.
+respawn_where = lazy_where(_respawn)
 
 
 def agent_reset_state(key, noise):
@@ -94,36 +98,28 @@ class GoalTask:
         k_agent, k_layout = jax.random.split(key)
         agent = agent_reset_state(k_agent, RESET_NOISE)
         keepouts = (GOAL_RADIUS,) * N_GOALS + (HAZARD_RADIUS,) * N_HAZARDS
-        layout = place_layout(k_layout, agent.qpos[:2], point.BODY_RADIUS, keepouts, -EXTENT, EXTENT)
+        layout = place_layout(k_layout, agent.xpos, point.BODY_RADIUS, keepouts, -EXTENT, EXTENT)
         goals, hazards = layout[:N_GOALS], layout[N_GOALS:]
-        return agent, GoalState(goals, hazards, goal_distance(agent.qpos[:2], goals))
+        return agent, GoalState(goals, hazards, goal_distance(agent.xpos, goals))
 
     def transition(self, agent, task: GoalState, action, key):
-        agent, wall_pen = physics_step(agent, action, N_FRAMES, (WALL_CENTRES, WALL_HALF))
-        xy = agent.qpos[:2]
+        agent, _, wall_touch = point.advance(agent, action, N_FRAMES, wall_contact)
+        xy = agent.xpos
         hazard_dist = jnp.sqrt(jnp.sum((task.hazards - xy) ** 2, axis=-1))
         cost = HAZARD_COST * jnp.sum(jnp.maximum(0.0, 1.0 - hazard_dist / HAZARD_RADIUS))
-        cost = cost + WALL_COST * jnp.sum(wall_pen > -contacts.TOUCH_TOLERANCE)
+        cost = cost + WALL_COST * jnp.sum(wall_touch)
 
         goal_dist = jnp.sqrt(jnp.sum((task.goals - xy) ** 2, axis=-1))
         reached = goal_dist <= GOAL_RADIUS
         dist = jnp.maximum(0.0, jnp.min(goal_dist) - GOAL_RADIUS)
         reward = jnp.sum(reached) + self.reward_distance_scale * (task.last_dist - dist)
 
-        # Goals are >= 0.4 apart, so at most one is reached per step: one respawn draw serves
-        # both, checked against the goal that stays.
-        staying = jnp.where(reached[0], task.goals[1], task.goals[0])
-        obstacles = jnp.concatenate([xy[None], task.hazards, staying[None]])
-        new, _ = rejection_sample(
-            key, RESPAWN_TRIES, -EXTENT + 0.01, EXTENT - 0.01, obstacles, RESPAWN_RADII,
-            WALL_CENTRES, WALL_HALF, GOAL_RADIUS, xy,
-        )
-        goals = jnp.where(reached[:, None], new, task.goals)
+        goals = respawn_where(jnp.any(reached), (key, xy, task.goals, task.hazards, reached), task.goals)
         last_dist = goal_distance(xy, goals)
         return agent, GoalState(goals, task.hazards, last_dist), reward, cost, jnp.zeros((), bool)
 
     def observe(self, agent, task: GoalState):
-        xy, heading = agent.qpos[:2], agent.qpos[2]
+        xy, heading = agent.xpos, agent.qpos[2]
         hazards = jnp.concatenate([task.hazards, WALL_CENTRES])
         return jnp.concatenate(
             [

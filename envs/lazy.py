@@ -34,13 +34,15 @@ def lazy_where(fn):
         arg = _broadcast(arg, arg_batched, axis_size)
         other = _broadcast(other, other_batched, axis_size)
 
-        def compute():
-            fresh = jax.vmap(fn)(arg)
-            return jax.tree_util.tree_map(
-                lambda f, o: jnp.where(pred.reshape((axis_size,) + (1,) * (o.ndim - 1)), f, o), fresh, other
-            )
-
-        out = jax.lax.cond(jnp.any(pred), compute, lambda: other)
+        # Only fn's result goes through the cond (zeros when nobody needs it); the select
+        # stays outside, where it fuses with the rest of the step.
+        batched_fn = jax.vmap(fn)
+        shapes = jax.eval_shape(batched_fn, arg)
+        zeros = lambda: jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        fresh = jax.lax.cond(jnp.any(pred), lambda: batched_fn(arg), zeros)
+        out = jax.tree_util.tree_map(
+            lambda f, o: jnp.where(pred.reshape((axis_size,) + (1,) * (o.ndim - 1)), f, o), fresh, other
+        )
         return out, jax.tree_util.tree_map(lambda _: True, other)
 
     return select

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 # Constants printed from CRAX's mj_model (crax-brief section 2).
@@ -46,10 +47,16 @@ ARROW_RADIUS = 0.05
 
 
 class PointState(NamedTuple):
-    """Generalised position (x, y, heading), velocity and the sensor reading of the last step."""
+    """Generalised position (x, y, heading), velocity, MuJoCo's xpos and the last sensor reading.
+
+    `xpos` is the body position MuJoCo reports after a step: kinematics run at the start of the
+    last substep, so it lags qpos by that substep. CRAX reads xpos for rewards, costs, lidars
+    and compasses and qpos[2] for the heading; the tasks here do the same.
+    """
 
     qpos: jnp.ndarray  # float32 [3]
     qvel: jnp.ndarray  # float32 [3]
+    xpos: jnp.ndarray  # float32 [2]
     sensors: jnp.ndarray  # float32 [12]
 
 
@@ -119,7 +126,31 @@ def sensor_reading(heading, qvel, a_fwd):
 def initial_state(qpos, qvel) -> PointState:
     """State right after a reset: sensors from mjx.forward with zero control."""
     a_fwd = forward_acceleration(qpos, qvel, jnp.zeros(2, qpos.dtype))
-    return PointState(qpos, qvel, sensor_reading(qpos[2], qvel, a_fwd))
+    return PointState(qpos, qvel, qpos[:2], sensor_reading(qpos[2], qvel, a_fwd))
+
+
+def advance(state: PointState, action, n_frames, contact=None, extra=None):
+    """One env step: n_frames substeps, each followed by `contact` (if given).
+
+    contact(qpos, qvel, extra) -> (qpos, qvel, extra, touching) resolves contacts after a
+    substep (extra carries e.g. the push block); `touching` [n] flags the obstacles in contact
+    and is OR-ed over the substeps, as pip crax-bench counts contacts (accumulate_contacts).
+    Returns (PointState, extra, touching or None).
+    """
+    ctrl = control(action)
+    qpos, qvel = state.qpos, state.qvel
+    touching = None
+    for i in range(n_frames):
+        if i == n_frames - 1:
+            qpos_before, qvel_before = qpos, qvel
+        qpos, qvel, a_fwd = substep(qpos, qvel, ctrl)
+        if contact is not None:
+            qpos, qvel, extra, touch = contact(qpos, qvel, extra)
+            touching = touch if touching is None else touching | touch
+        # one materialisation per substep keeps XLA from recomputing the chain per consumer
+        qpos, qvel, a_fwd, extra = jax.lax.optimization_barrier((qpos, qvel, a_fwd, extra))
+    sensors = sensor_reading(qpos_before[2], qvel_before, a_fwd)
+    return PointState(qpos, qvel, qpos_before[:2], sensors), extra, touching
 
 
 def control(action):
