@@ -8,9 +8,9 @@ overrides) and looks at each run's folder under DIR/results/runs/:
 - done: episodes.parquet, trace.parquet and run.json exist;
 - running: the job marker (DIR/.../job.json, written by workflow.train_job when the trainer
   starts) names a process that is alive on this host, or a SLURM job still in squeue;
-- failed: a training log exists (or a marker of a dead job) but the run is not done; a
-  checkpoint, when there is one, is where the rerun resumes;
-- missing: nothing has been started.
+- failed: the job marker names a job that has ended, but the run is not done (the log's
+  last line is shown); a checkpoint, when there is one, is where the rerun resumes;
+- missing: no job has started in this run folder (or the folder was deleted).
 Rerunning the sweep's command submits exactly the failed and missing runs.
 """
 from __future__ import annotations
@@ -101,9 +101,9 @@ def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str) 
     if marker is not None and marker_alive(marker, slurm_jobs, host):
         where = f"SLURM job {marker['slurm_job_id']}" if marker.get("slurm_job_id") else f"pid {marker.get('pid')} on {marker.get('host')}"
         return RunStatus(run, "running", log_text, where)
-    if log_text or marker is not None:
+    if marker is not None:
         return RunStatus(run, "failed", log_text or str(run_dir / JOB_MARKER), _last_line(log) + checkpoint)
-    return RunStatus(run, "missing")
+    return RunStatus(run, "missing", detail=checkpoint.lstrip("; "))
 
 
 def _last_line(path: Path) -> str:

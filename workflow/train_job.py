@@ -68,12 +68,13 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
     parser.add_argument("--seed", type=int, required=True)
     args, extra = parser.parse_known_args(argv)
     run = run_id(args.task, args.bound, args.algo, args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    write_job_marker(args.out)
     if should_fail(run, os.environ.get(FAIL_RUNS_ENV)):
         print(f"train_job: {run} fails on purpose ({FAIL_RUNS_ENV}={os.environ[FAIL_RUNS_ENV]!r})",
               file=sys.stderr, flush=True)
         sys.exit(1)
     cmd = trainer_argv(args, extra)
-    write_job_marker(args.out)
     print("train_job: exec " + " ".join(cmd), file=sys.stderr, flush=True)
     os.execv(cmd[0], cmd)
 

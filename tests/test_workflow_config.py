@@ -1,0 +1,284 @@
+"""The workflow's configuration, job wrapper, status, report, launcher and plan parser
+(no Snakemake run, no training)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from workflow import config_validation as cv
+from workflow import launch, plan, report, status, train_job
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def resolved(**overrides):
+    return cv.resolve({"preset": "tiny", **overrides})
+
+
+# ---- presets --------------------------------------------------------------------------
+
+def test_default_preset_is_the_papers_grid_on_builtin_tasks_and_cpu_trainer():
+    cfg = cv.resolve({})
+    assert cfg["preset"] == "default"
+    assert (cfg["backend"], cfg["train"]["preset"]) == ("builtin", "cpu")
+    assert cfg["tasks"] == ["goal", "circle", "push", "button"]
+    assert cfg["bounds"] == [15, 25, 50]
+    assert cfg["algos"] == ["ppo", "ppo_lag", "p3o", "focops"]
+    assert cfg["seeds"] == [0, 1]
+    assert len(status.run_ids(cfg)) == 96
+
+
+@pytest.mark.parametrize("name", ["paper", "paper-builtin"])
+def test_paper_presets_follow_the_protocol(name):
+    cfg = cv.resolve({"preset": name})
+    t = cfg["train"]
+    assert (t["preset"], t["total_steps"], t["num_envs"], t["episode_length"], t["eval_episodes"]) == \
+        ("paper", 500_000_000, 2048, 2000, 100)
+    assert cfg["seeds"] == list(range(30))
+    assert cfg["backend"] == ("crax" if name == "paper" else "builtin")
+    assert len(status.run_ids(cfg)) == 1440
+
+
+def test_every_preset_validates():
+    for name in cv.available_presets():
+        assert cv.resolve({"preset": name})["preset"] == name
+
+
+def test_thresholds_default_to_paper_table_1():
+    assert cv.resolve({})["thresholds"] == {
+        "minimal": {"Dnorm": 0.0}, "moderate": {"V": 0.5},
+        "substantial": {"V": 0.1, "Dnorm_plus": 0.1}, "strict": {"V": 0.0, "Dnorm_plus": 0.0}}
+
+
+def test_overrides_merge_into_the_preset_key_by_key():
+    cfg = resolved(seeds=[3, 1], train={"total_steps": 999}, thresholds={"moderate": {"V": 0.4}})
+    assert cfg["seeds"] == [1, 3]
+    assert cfg["train"]["total_steps"] == 999 and cfg["train"]["num_envs"] == 4  # rest of the preset kept
+    assert cfg["thresholds"]["moderate"] == {"V": 0.4}
+    assert cfg["thresholds"]["strict"] == {"V": 0.0, "Dnorm_plus": 0.0}
+
+
+# ---- errors name the key ----------------------------------------------------------------
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"tasks": ["goal", "maze"]}, "config key 'tasks[1]': 'maze' is not one of"),
+    ({"algos": ["ppo", "trpo"]}, "config key 'algos[1]': 'trpo' is not one of"),
+    ({"backend": "gym"}, "config key 'backend': 'gym' is not one of"),
+    ({"bounds": [25, 0]}, "config key 'bounds[1]': 0 must be > 0"),
+    ({"bounds": [-5]}, "config key 'bounds[0]': -5 must be > 0"),
+    ({"tasks": []}, "config key 'tasks': the list is empty"),
+    ({"seeds": 0}, "config key 'seeds': 0 is not valid"),
+    ({"seeds": []}, "config key 'seeds': [] is not valid"),
+    ({"thresholds": {"substantial": {"V": 0.6}}},
+     "config key 'thresholds.substantial.V': 0.6 is looser than 'thresholds.moderate.V' = 0.5"),
+    ({"thresholds": {"strict": {"Dnorm_plus": 0.2}}},
+     "config key 'thresholds.strict.Dnorm_plus': 0.2 is looser than 'thresholds.substantial.Dnorm_plus' = 0.1"),
+    ({"thresholds": {"moderate": {"W": 1.0}}}, "config 'thresholds.moderate': unknown key(s) ['W']"),
+    ({"bootsrap": {"reps": 5}}, "config top level: unknown key(s) ['bootsrap']"),
+    ({"train": {"total_steps": "many"}}, "config key 'train.total_steps'"),
+    ({"preset": "huge"}, "config key 'preset': 'huge' is not one of"),
+])
+def test_bad_config_is_an_error_naming_the_key(overrides, message):
+    with pytest.raises(cv.ConfigError) as err:
+        cv.resolve({"preset": "tiny", **overrides})
+    assert message in str(err.value)
+
+
+def test_equal_limits_in_consecutive_tiers_are_in_order():
+    cv.check_threshold_order({"a": {"V": 0.1}, "b": {"V": 0.1}, "c": {"V": 0.0}})
+
+
+def test_cli_prints_resolved_config_or_the_error(tmp_path):
+    ok = subprocess.run([sys.executable, "-m", "workflow.config_validation", "--set", "preset=tiny"],
+                        cwd=REPO, capture_output=True, text=True)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["tasks"] == ["circle"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("preset: tiny\nbounds: [25, -1]\n")
+    err = subprocess.run([sys.executable, "-m", "workflow.config_validation", str(bad)],
+                         cwd=REPO, capture_output=True, text=True)
+    assert err.returncode == 1 and "config key 'bounds[1]'" in err.stderr
+
+
+# ---- the training job ----------------------------------------------------------------------
+
+def test_trainer_options_hold_what_changes_a_result_and_not_threads():
+    cfg = resolved(train={"threads": 7, "set": {"lr": 0.001, "clip": 0.2}})
+    opts = train_job.trainer_options(cfg)
+    assert opts == ("--preset cpu --backend builtin --total-steps 4096 --num-envs 4 --episode-length 64 "
+                    "--eval-episodes 4 --set clip=0.2 --set lr=0.001")
+    assert "7" not in opts
+    assert train_job.trainer_options(cv.resolve({})) == "--preset cpu --backend builtin"
+
+
+def test_fail_switch_matches_run_ids_by_pattern():
+    run = train_job.run_id("goal", "25", "ppo", 3)
+    assert run == "goal/d25/ppo/seed3"
+    assert train_job.should_fail(run, "goal/d25/ppo/seed3")
+    assert train_job.should_fail(run, "circle/*, */seed3")
+    assert not train_job.should_fail(run, "*/seed1")
+    assert not train_job.should_fail(run, None) and not train_job.should_fail(run, "")
+
+
+def test_fail_switch_exits_before_training(tmp_path):
+    env = dict(os.environ, SAFERL_FAIL_RUNS="goal/d25/ppo/seed3")
+    proc = subprocess.run([sys.executable, "-m", "workflow.train_job", "--task", "goal", "--bound", "25",
+                           "--algo", "ppo", "--seed", "3", "--out", str(tmp_path)],
+                          cwd=REPO, env=env, capture_output=True, text=True)
+    assert proc.returncode == 1 and "fails on purpose" in proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["job.json"]  # started (for status), then failed
+
+
+# ---- status ----------------------------------------------------------------------------
+
+def _touch(path: Path, text: str = "") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_status_tells_done_running_failed_missing(tmp_path):
+    cfg = resolved(bounds=[25], algos=["ppo"], seeds=[0, 1, 2, 3])
+    runs = tmp_path / "results" / "runs" / "circle" / "d25" / "ppo"
+    logs = tmp_path / "results" / "logs" / "train" / "circle" / "d25" / "ppo"
+    for f in status.RUN_FILES:
+        _touch(runs / "seed0" / f)
+    _touch(runs / "seed1" / "job.json", json.dumps({"host": status.socket.gethostname(), "pid": os.getpid()}))
+    _touch(logs / "seed1.log", "[circle] iterate 3\n")
+    _touch(runs / "seed2" / "checkpoint" / "checkpoint.json")
+    _touch(runs / "seed2" / "job.json", json.dumps({"host": "elsewhere", "pid": 1}))
+    _touch(logs / "seed2.log", "starting\nRuntimeError: boom\n")
+    _touch(logs / "seed3.log", "an old log of a run folder deleted since\n")
+    got = {s.run: s for s in status.sweep_status(cfg, tmp_path, slurm_jobs=None)}
+    assert [got[f"circle/d25/ppo/seed{k}"].state for k in range(4)] == ["done", "running", "failed", "missing"]
+    failed = got["circle/d25/ppo/seed2"]
+    assert failed.log == str(logs / "seed2.log")
+    assert "RuntimeError: boom" in failed.detail and "checkpoint present" in failed.detail
+
+
+def test_status_uses_squeue_for_slurm_jobs(tmp_path):
+    cfg = resolved(bounds=[25], algos=["ppo"], seeds=[0, 1])
+    runs = tmp_path / "results" / "runs" / "circle" / "d25" / "ppo"
+    _touch(runs / "seed0" / "job.json", json.dumps({"host": "node7", "pid": 1, "slurm_job_id": "41"}))
+    _touch(runs / "seed1" / "job.json", json.dumps({"host": "node7", "pid": 1, "slurm_job_id": "42"}))
+    got = [s.state for s in status.sweep_status(cfg, tmp_path, slurm_jobs={"41"})]
+    assert got == ["running", "failed"]
+
+
+def test_status_cli_lists_runs_and_counts(tmp_path):
+    for f in status.RUN_FILES:
+        _touch(tmp_path / "results" / "runs" / "circle" / "d15" / "ppo" / "seed0" / f)
+    proc = subprocess.run([sys.executable, "-m", "workflow.status", "--config", "preset=tiny", "--dir", str(tmp_path)],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "circle/d15/ppo/seed0" in proc.stdout
+    assert proc.stdout.strip().splitlines()[-1] == "1 done, 0 running, 0 failed, 7 missing of 8 runs"
+
+
+# ---- report ----------------------------------------------------------------------------
+
+def test_report_embeds_tables_and_figures(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pd.DataFrame({"algo": ["ppo_lag"], "phase": ["train"], "tier": [2]}).to_csv(tmp_path / "tiers.csv", index=False)
+    pd.DataFrame({"algo": ["ppo_lag"], "metric": ["V"], "iqm": [0.123456]}).to_csv(tmp_path / "iqm.csv", index=False)
+    pd.DataFrame({"task": ["goal"], "tier": [1]}).to_csv(tmp_path / "conditions.csv", index=False)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    fig.savefig(tmp_path / "fig.png")
+    plt.close(fig)
+    (tmp_path / "t.md").write_text("| a | b |\n")
+    (tmp_path / "fig.pdf").write_bytes(b"%PDF-1.4")
+    out = tmp_path / "out" / "report.html"
+    report.write_report(str(out), config=resolved(), iqm=str(tmp_path / "iqm.csv"), tiers=str(tmp_path / "tiers.csv"),
+                        conditions=str(tmp_path / "conditions.csv"),
+                        products=[str(tmp_path / "fig.png"), str(tmp_path / "t.md"), str(tmp_path / "fig.pdf")])
+    text = out.read_text()
+    assert "<td>0.1235</td>" in text and "ppo_lag" in text
+    assert "data:image/png;base64," in text
+    assert "| a | b |" in text
+    assert 'href="../fig.pdf"' in text
+    assert "preset <b>tiny</b>" in text and "1 tasks x 2 bounds x 2 algorithms x 2 seeds" in text
+
+
+# ---- launcher --------------------------------------------------------------------------
+
+def test_launcher_runs_snakemake_with_the_profile_and_preset():
+    cmd = launch.snakemake_command("cluster_profiles/slurm", "paper", ["--jobs", "10"], python="py")
+    assert cmd == ["py", "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+                   "--workflow-profile", "cluster_profiles/slurm", "--config", "preset=paper", "--jobs", "10"]
+
+
+def test_launcher_dry_run_names_command_and_job(capsys):
+    rc = launch.main(["--profile", str(REPO / "cluster_profiles" / "slurm"), "--preset", "paper",
+                      "--partition", "cpu", "--hours", "2", "--dry-run", "--", "-n"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "--workflow-profile" in out and "preset=paper" in out and out.splitlines()[0].endswith("-n")
+    assert "'timeout_min': 120" in out and "'slurm_partition': 'cpu'" in out
+
+
+def test_launcher_rejects_a_folder_without_profile(tmp_path):
+    with pytest.raises(SystemExit):
+        launch.main(["--profile", str(tmp_path), "--dry-run"])
+
+
+def test_launcher_submits_the_controller_through_submitit(tmp_path):
+    """submitit's in-process `debug` executor runs the controller: a dry run of the tiny sweep."""
+    proc = subprocess.run([sys.executable, "-m", "workflow.launch", "--profile", str(REPO / "cluster_profiles" / "local"),
+                           "--cluster", "debug", "--folder", str(tmp_path / "launcher"), "--preset", "tiny", "--", "-n"],
+                          cwd=tmp_path, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "submitted the sweep controller as debug job" in proc.stdout
+    assert not (tmp_path / "results").exists()  # a dry run writes nothing
+
+
+# ---- profiles ----------------------------------------------------------------------------
+
+def test_slurm_profile_asks_one_gpu_and_four_cores_per_run_and_more_time_per_attempt():
+    prof = yaml.safe_load((REPO / "cluster_profiles" / "slurm" / "config.yaml").read_text())
+    assert prof["executor"] == "slurm"
+    assert prof["set-threads"]["train"] == 4
+    assert prof["set-resources"]["train"]["gpu"] == 1
+    runtime = prof["set-resources"]["train"]["runtime"]
+    assert [eval(runtime, {"attempt": a}) for a in (1, 2, 3)] == [180, 360, 540]
+    assert prof["retries"] >= 1 and prof["rerun-incomplete"] is True
+    assert prof["groups"] == {"train": "run", "summarise": "run"}
+
+
+# ---- plan parser -------------------------------------------------------------------------
+
+def test_plan_parser_reads_plain_and_group_jobs():
+    log = """
+[Sun Nov 29 15:33:16 2026]
+localrule write_thresholds:
+    output: results/metrics/thresholds.yaml
+    jobid: 19
+
+[Sun Nov 29 15:33:16 2026] Group job run (jobs in lexicogr. order):
+
+    [Sun Nov 29 15:33:16 2026]
+    rule summarise:
+        input: a/episodes.parquet
+        output: a/summary.parquet
+    [Sun Nov 29 15:33:16 2026]
+    rule train:
+        output: a/episodes.parquet, a/trace.parquet, a/run.json
+        log: x.log
+Job stats:
+job       count
+train         1
+"""
+    jobs = plan.parse_jobs(log)
+    assert [(j.rule, j.outputs) for j in jobs] == [
+        ("write_thresholds", ("results/metrics/thresholds.yaml",)),
+        ("summarise", ("a/summary.parquet",)),
+        ("train", ("a/episodes.parquet", "a/trace.parquet", "a/run.json")),
+    ]
