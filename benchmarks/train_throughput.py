@@ -1,0 +1,161 @@
+"""Training throughput of algos (PPO-Lag on goal, 2048 envs) against this machine's physical limits.
+
+    python benchmarks/train_throughput.py [--num-envs 2048] [--nets cpu,crax] [--chunks 2]
+
+For each network configuration it prints: compile time, end-to-end training env-steps/s (whole
+updates: rollout, normaliser, SGD epochs, multiplier; timed after compilation), the FLOPs per env
+step that the networks and the update schedule imply (dense layers only: acting forward, plus per
+epoch forward + backward = 3 x forward of the policy on U steps and of each critic on U + 1
+observations per U-step sequence), the matmul rate measured here, and the ceiling that rate puts
+on steps/s (rate / FLOPs per step), with the fraction of it reached. It also prints env-only
+steps/s (random actions, same N) and the ceiling of env + matmul work together.
+
+Network configurations:
+  cpu  - the cpu preset's networks and epochs (algos/config.py), schedule scaled to N envs:
+         one unroll of 8 steps per env per update, 4 minibatches;
+  crax - CRAX's sizes and schedule (the paper preset): policy 4x32, critics 5x256, 16 unrolls
+         of 8, 32 minibatches of 1024 sequences, 6 epochs (262,144 steps per update).
+CRAX's own trainer is measured only if a CRAX virtualenv exists (--crax-python, default
+/work/venv-crax/bin/python); otherwise the script says it was not measured.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+from algos.config import PRESETS, hyper_of, make_config  # noqa: E402
+from algos.networks import mlp_flops_per_input  # noqa: E402
+from algos.train import compile_programs, enable_compilation_cache  # noqa: E402
+
+
+def matmul_rate(m: int, k: int, n: int, seconds: float = 2.0) -> float:
+    """Measured float32 FLOP/s of an [m,k] x [k,n] product (jitted, repeated)."""
+    a = jax.random.normal(jax.random.PRNGKey(0), (m, k), jnp.float32)
+    b = jax.random.normal(jax.random.PRNGKey(1), (k, n), jnp.float32)
+    f = jax.jit(lambda a, b: a @ b)
+    f(a, b).block_until_ready()
+    reps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        f(a, b).block_until_ready()
+        reps += 1
+    return 2.0 * m * k * n * reps / (time.perf_counter() - start)
+
+
+def flops_per_env_step(cfg, obs_size: int, action_size: int) -> float:
+    policy = mlp_flops_per_input((obs_size, *cfg.policy_hidden, 2 * action_size))
+    critic = mlp_flops_per_input((obs_size, *cfg.critic_hidden, 1))
+    critics = 2 if cfg.uses_cost_critic else 1
+    u = cfg.unroll_length
+    per_epoch = 3 * policy + critics * 3 * critic * (u + 1) / u
+    return policy + cfg.num_epochs * per_epoch
+
+
+def env_only_rate(env, n: int, steps: int = 200) -> float:
+    states = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), n))
+
+    def body(s, k):
+        a = jax.random.uniform(k, (n, env.action_size), minval=-1.0, maxval=1.0)
+        s = jax.vmap(env.step)(s, a)
+        return s, s.cost
+
+    run = jax.jit(lambda s, k: jax.lax.scan(body, s, jax.random.split(k, steps)))
+    s, c = run(states, jax.random.PRNGKey(1))
+    c.block_until_ready()
+    start = time.perf_counter()
+    s, c = run(s, jax.random.PRNGKey(2))
+    c.block_until_ready()
+    return n * steps / (time.perf_counter() - start)
+
+
+def net_config(name: str, num_envs: int):
+    if name == "crax":
+        base = dict(PRESETS["paper"])
+        sets = []
+    else:
+        cpu = PRESETS["cpu"]
+        sequences = num_envs  # one unroll per env per update
+        minibatches = 4
+        base = dict(cpu, num_envs=num_envs)
+        sets = [f"batch_size={sequences // minibatches}", f"num_minibatches={minibatches}"]
+    base.update(task="goal", algo="ppo_lag", bound=25.0, num_envs=num_envs, chunk_updates=1)
+    preset = "paper" if name == "crax" else "cpu"
+    return make_config(preset, base, sets)
+
+
+def measure(name: str, num_envs: int, chunks: int, rate_peak: float, env_rate: float):
+    cfg = net_config(name, num_envs)
+    compiled = compile_programs(cfg)
+    from algos.core import make_env
+
+    env = make_env(cfg)
+    h = hyper_of(cfg)
+    state = compiled.init(jnp.int32(0), h)
+    limit = jnp.int32(10**9)
+    state, log, _ = compiled.chunk(state, h, limit)  # warm-up: first call allocates
+    log.count.block_until_ready()
+    start = time.perf_counter()
+    for _ in range(chunks):
+        state, log, _ = compiled.chunk(state, h, limit)
+    log.count.block_until_ready()
+    seconds = time.perf_counter() - start
+    steps = chunks * cfg.chunk_updates * cfg.steps_per_update
+    rate = steps / seconds
+    flops = flops_per_env_step(cfg, env.observation_size, env.action_size)
+    ceiling = rate_peak / flops
+    combined = 1.0 / (1.0 / env_rate + flops / rate_peak)
+    print(f"\n[{name}] policy {cfg.policy_hidden} critics {cfg.critic_hidden} {cfg.activation}; "
+          f"N {cfg.num_envs}, {cfg.unrolls_per_update} unroll(s) of {cfg.unroll_length}, "
+          f"{cfg.num_minibatches} minibatches of {cfg.batch_size} sequences, {cfg.num_epochs} epochs "
+          f"({cfg.steps_per_update:,} steps per update)")
+    print(f"  compile (init + chunk + evaluate; 0 if cached in this process): {compiled.compile_s:.1f} s")
+    print(f"  training: {rate:,.0f} env-steps/s ({steps:,} steps in {seconds:.1f} s)")
+    print(f"  FLOPs per env step (dense layers): {flops / 1e6:.3f} MFLOP")
+    print(f"  matmul ceiling: {ceiling:,.0f} steps/s -> reached {100 * rate / ceiling:.1f} %")
+    print(f"  env + matmul ceiling: {combined:,.0f} steps/s -> reached {100 * rate / combined:.1f} %")
+    return rate
+
+
+def crax_trainer(python: str) -> None:
+    """CRAX's trainer is not driven from here; say whether it could be and why it was not."""
+    if not os.path.exists(python):
+        print(f"\nCRAX's own trainer: not measured (no CRAX virtualenv at {python})")
+    else:
+        print(f"\nCRAX's own trainer: not measured by this script (a CRAX virtualenv exists at {python}, "
+              f"but driving CRAX's train_env.py is not implemented here)")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--num-envs", type=int, default=2048)
+    parser.add_argument("--nets", default="cpu,crax", help="comma-separated: cpu, crax")
+    parser.add_argument("--chunks", type=int, default=2, help="updates timed per configuration after warm-up")
+    parser.add_argument("--crax-python", default="/work/venv-crax/bin/python")
+    args = parser.parse_args(argv)
+    enable_compilation_cache()
+    device = jax.devices()[0]
+    print(f"machine: {os.cpu_count()} CPUs visible, jax {jax.__version__} on {device.platform} ({device.device_kind})")
+    peak = matmul_rate(2048, 2048, 2048)
+    layer = matmul_rate(1024 * 9, 256, 256)
+    print(f"matmul rate: {peak / 1e9:.1f} GFLOP/s at 2048^3; {layer / 1e9:.1f} GFLOP/s at [9216x256]x[256x256] "
+          f"(a CRAX critic layer on one minibatch); ceilings below use the larger")
+    peak = max(peak, layer)
+    from algos.core import make_env
+
+    env = make_env(net_config("cpu", args.num_envs))
+    env_rate = env_only_rate(env, args.num_envs)
+    print(f"env only (goal, {args.num_envs} envs, random actions): {env_rate:,.0f} env-steps/s")
+    for name in args.nets.split(","):
+        measure(name.strip(), args.num_envs, args.chunks, peak, env_rate)
+    crax_trainer(args.crax_python)
+
+
+if __name__ == "__main__":
+    main()
