@@ -120,7 +120,7 @@ def sensor_reading(heading, qvel, a_fwd):
             MAGNETIC_FIELD_Y * c,
             zero,
         ]
-    ).astype(jnp.float32)
+    )
 
 
 def initial_state(qpos, qvel) -> PointState:

@@ -1,4 +1,6 @@
 """The envs API contract (docs/api-contracts.md): make, reset/step, auto-reset and bookkeeping."""
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,18 +22,29 @@ def available_tasks():
     return out
 
 
-def rollout(env, key, steps, batch=3):
-    """Random-action rollout of `batch` envs for `steps` steps; returns the stacked states."""
-    k_reset, k_act = jax.random.split(key)
-    state = jax.vmap(env.reset)(jax.random.split(k_reset, batch))
+T = 5
+STEPS = 12  # crosses two auto-resets (after steps 5 and 10)
+BATCH = 3
 
-    def body(s, k):
-        a = jax.random.uniform(k, (batch, 2), minval=-1.0, maxval=1.0)
-        s = jax.vmap(env.step)(s, a)
-        return s, s
 
-    _, states = jax.lax.scan(body, state, jax.random.split(k_act, steps))
-    return states
+@functools.lru_cache(maxsize=None)
+def compiled(task):
+    """One environment, one compiled rollout and reset per task, shared by the tests."""
+    env = envs.make(task, episode_length=T)
+
+    @jax.jit
+    def rollout(key):
+        k_reset, k_act = jax.random.split(key)
+        state = jax.vmap(env.reset)(jax.random.split(k_reset, BATCH))
+
+        def body(s, k):
+            a = jax.random.uniform(k, (BATCH, 2), minval=-1.0, maxval=1.0)
+            s = jax.vmap(env.step)(s, a)
+            return s, s
+
+        return jax.lax.scan(body, state, jax.random.split(k_act, STEPS))[1]
+
+    return env, rollout, jax.jit(jax.vmap(env.reset))
 
 
 def test_make_rejects_unknown_names():
@@ -55,25 +68,24 @@ def test_env_is_hashable_and_reports_sizes():
 
 @pytest.mark.parametrize("task", available_tasks())
 def test_episodes_reset_exactly_every_T_steps_with_consistent_totals(task):
-    T = 7
-    env = envs.make(task, episode_length=T)
-    states = rollout(env, jax.random.PRNGKey(3), 3 * T + 2)
+    env, rollout, _ = compiled(task)
+    states = rollout(jax.random.PRNGKey(3))
     done = np.asarray(states.done)
     expected = np.zeros_like(done)
     expected[T - 1 :: T] = True
     np.testing.assert_array_equal(done, expected)
     np.testing.assert_array_equal(np.asarray(states.truncated), expected)
-    t = np.asarray(states.t)
-    np.testing.assert_array_equal(t[:, 0], (np.arange(3 * T + 2) + 1) % T)
+    np.testing.assert_array_equal(np.asarray(states.t)[:, 0], (np.arange(STEPS) + 1) % T)
     # finished totals equal the sums of the per-step rewards and costs of that episode
     costs, rewards = np.asarray(states.cost), np.asarray(states.reward)
-    for end in range(T - 1, 3 * T + 2, T):
+    for end in range(T - 1, STEPS, T):
         np.testing.assert_allclose(states.finished_cost[end], costs[end - T + 1 : end + 1].sum(0), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(states.finished_return[end], rewards[end - T + 1 : end + 1].sum(0), rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(states.finished_length[end], T)
         np.testing.assert_array_equal(states.episode_cost[end], 0.0)
     # running sums within an episode
     np.testing.assert_allclose(states.episode_cost[T + 2], costs[T : T + 3].sum(0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(states.episode_return[T + 2], rewards[T : T + 3].sum(0), rtol=1e-5, atol=1e-5)
     # observations: documented size, finite; terminal_obs == obs except on done steps
     obs, term = np.asarray(states.obs), np.asarray(states.terminal_obs)
     assert obs.shape[-1] == BUILTIN_SIZES[task] == env.observation_size
@@ -84,26 +96,22 @@ def test_episodes_reset_exactly_every_T_steps_with_consistent_totals(task):
 
 @pytest.mark.parametrize("task", available_tasks())
 def test_auto_reset_starts_the_episode_that_reset_of_the_stored_key_gives(task):
-    T = 4
-    env = envs.make(task, episode_length=T)
-    state = env.reset(jax.random.PRNGKey(11))
-    step = jax.jit(env.step)
-    for _ in range(T - 1):
-        state = step(state, jnp.array([1.0, 0.3]))
-    expected = env.reset(state.key)
-    after = step(state, jnp.array([1.0, 0.3]))
-    assert bool(after.done)
-    np.testing.assert_allclose(after.obs, expected.obs, rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(after.key, expected.key)
-    assert int(after.t) == 0 and float(after.episode_return) == 0.0
+    env, rollout, reset = compiled(task)
+    states = rollout(jax.random.PRNGKey(11))
+    stored = states.key[T - 2]  # the key held during the first episode
+    expected = reset(stored)
+    np.testing.assert_allclose(states.obs[T - 1], expected.obs, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(states.key[T - 1], expected.key)
+    np.testing.assert_array_equal(states.t[T - 1], 0)
+    np.testing.assert_array_equal(states.episode_return[T - 1], 0.0)
+    # a fresh layout: the new episode's observation is not the old one's
+    assert not np.allclose(states.obs[T - 1], states.terminal_obs[T - 1])
 
 
 @pytest.mark.parametrize("task", available_tasks())
 def test_rollouts_are_deterministic_per_key_and_differ_across_keys(task):
-    env = envs.make(task, episode_length=5)
-    a = rollout(env, jax.random.PRNGKey(0), 12)
-    b = rollout(env, jax.random.PRNGKey(0), 12)
-    c = rollout(env, jax.random.PRNGKey(1), 12)
+    _, rollout, _ = compiled(task)
+    a, b, c = rollout(jax.random.PRNGKey(0)), rollout(jax.random.PRNGKey(0)), rollout(jax.random.PRNGKey(1))
     for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
         np.testing.assert_array_equal(x, y)
     assert not np.allclose(a.obs, c.obs)

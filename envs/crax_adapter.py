@@ -1,0 +1,71 @@
+"""The CRAX backend: `crax.envs.get_environment(...)` behind the same API as the built-in tasks.
+
+Needs the optional extra (`pip install -e ".[crax]"`, PyPI crax-bench, import name crax, which
+pins mujoco and mujoco-mjx 3.11). The CRAX state (its brax `State`, holding the MJX data, obs,
+reward, info['cost']) is kept in `EnvState.point`; rewards and costs are CRAX's own, per step,
+unscaled. Episodes follow this package's semantics rather than CRAX's training wrappers:
+fixed length T with a fresh layout from `state.key` at every auto-reset (CRAX's
+AutoResetWrapper instead replays each env's first layout), and the episode totals include
+every step (CRAX's EpisodeWrapper drops the first step of later episodes). Task options are
+passed to CRAX's constructor unchanged (e.g. reward_distance_scale for goal).
+
+Expect about 45-50 s of XLA compilation per jitted function on a 2-core CPU and a few thousand
+steps/s; the built-in tasks are the fast path.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax.numpy as jnp
+
+from envs.base import Env
+
+CRAX_NAMES = {
+    "goal": "safe_goal_point",
+    "circle": "safe_circle_point",
+    "push": "safe_push_point",
+    "button": "safe_button_point",
+}
+OBSERVATION_SIZES = {"goal": 62, "circle": 28, "push": 68, "button": 62}
+
+
+@dataclasses.dataclass(frozen=True)
+class CraxTask:
+    """Wraps one CRAX environment; equality and hashing use the name, level and options."""
+
+    name: str
+    level: int
+    options: tuple
+    observation_size: int
+    crax_env: Any = dataclasses.field(compare=False, hash=False, repr=False)
+
+    def init(self, key):
+        return self.crax_env.reset(key), ()
+
+    def transition(self, crax_state, task_state, action, key):
+        nxt = self.crax_env.step(crax_state, action)
+        cost = nxt.info["cost"]
+        return nxt, task_state, nxt.reward, cost, nxt.done > 0
+
+    def observe(self, crax_state, task_state):
+        return jnp.asarray(crax_state.obs, jnp.float32)
+
+
+def make_crax(task: str, level: int = 1, episode_length: int = 2000, **task_kwargs) -> Env:
+    try:
+        from crax.envs import get_environment
+    except ImportError as err:
+        raise ImportError(
+            "envs.make(backend='crax') needs the optional crax extra (PyPI crax-bench): "
+            "pip install -e '.[crax]'  (" + str(err) + ")"
+        ) from err
+    crax_env = get_environment(CRAX_NAMES[task], level=level, **task_kwargs)
+    wrapped = CraxTask(
+        name=task,
+        level=level,
+        options=tuple(sorted(task_kwargs.items())),
+        observation_size=OBSERVATION_SIZES[task],
+        crax_env=crax_env,
+    )
+    return Env(task=wrapped, episode_length=episode_length, name=task, backend="crax")
