@@ -4,10 +4,10 @@ soft-contact solver does not reduce to a closed form).
 The agent is two discs: the body sphere (r 0.1) and a disc of r 0.05 centred 0.1 ahead, which
 stands in for the arrow box (same 0.15 forward reach, so a wall stops the centre at 2.79 in
 goal, as in CRAX). After every substep the agent is pushed out of each collidable obstacle
-(axis-aligned boxes or discs) along the contact normal and its inward normal velocity is
-removed (a perfectly inelastic, frictionless contact). An obstacle counts as touched when the
-penetration after that projection is within TOUCH_TOLERANCE of zero, i.e. the agent rests on
-or presses into it; MuJoCo's "dist <= 0" does the same with its soft contacts.
+(axis-aligned boxes or discs) along the contact normal, its approaching normal velocity is
+reflected (restitution AGENT_RESTITUTION) and its tangential velocity loses Coulomb friction
+(AGENT_FRICTION) on that impulse. An obstacle counts as touched in a substep when the agent
+overlaps it or lies within TOUCH_TOLERANCE of it (MuJoCo's "dist <= 0").
 """
 from __future__ import annotations
 
@@ -16,6 +16,12 @@ import jax.numpy as jnp
 from envs.point import ARROW_OFFSET, ARROW_RADIUS, BODY_RADIUS
 
 TOUCH_TOLERANCE = 1e-4
+# MuJoCo's soft contacts at CRAX's 0.02 s timestep throw the agent back off a wall almost
+# elastically and its friction (mu = 1) takes most of the sliding speed; measured against
+# CRAX (docs/envs.md) these two numbers reproduce that, and with it how often contact cost
+# is paid (on impact steps, not on every step spent pressing against a wall).
+AGENT_RESTITUTION = 1.0
+AGENT_FRICTION = 1.0
 
 
 def agent_discs(qpos):
@@ -57,24 +63,31 @@ def deepest(penetration, normal):
     )
 
 
-def push_out(xy, vel, penetration, normal):
-    """Project a body out of the obstacles it penetrates and drop its inward normal velocity.
+def push_out(xy, vel, penetration, normal, restitution=0.0, friction=0.0):
+    """Project a body out of the obstacles it penetrates and apply a contact impulse.
 
-    penetration [n], normal [n, 2]; corrections of several obstacles add up (fine for the
-    well-separated layouts of these tasks).
+    penetration [n], normal [n, 2]; an approaching normal velocity v_n becomes
+    -restitution * v_n, and the tangential velocity loses up to friction * (1 + restitution)
+    * |v_n| (Coulomb friction on that impulse). Corrections of several obstacles add up
+    (fine for the well-separated layouts of these tasks).
     """
     active = penetration > 0
     shift = jnp.sum(jnp.where(active[:, None], penetration[:, None] * normal, 0.0), axis=0)
-    inward = jnp.sum(vel * normal, axis=-1)
-    cancel = jnp.sum(jnp.where((active & (inward < 0))[:, None], inward[:, None] * normal, 0.0), axis=0)
-    return xy + shift, vel - cancel
+    inward = jnp.sum(vel * normal, axis=-1)  # [n]
+    hit = active & (inward < 0)
+    impulse = -(1.0 + restitution) * inward  # normal velocity change, >= 0 where hit
+    tangent = vel[None, :] - inward[:, None] * normal  # [n, 2]
+    speed_t = jnp.sqrt(jnp.sum(tangent**2, axis=-1)) + 1e-12
+    slow = jnp.minimum(speed_t, friction * impulse) / speed_t
+    change = impulse[:, None] * normal - slow[:, None] * tangent
+    return xy + shift, vel + jnp.sum(jnp.where(hit[:, None], change, 0.0), axis=0)
 
 
 def agent_vs_boxes(qpos, qvel, centres, half):
     """Resolve the agent against fixed boxes; returns (qpos, qvel, touching [n])."""
     discs, radii = agent_discs(qpos)
     pen, normal = deepest(*box_penetration(discs, radii, centres, half))
-    xy, vxy = push_out(qpos[:2], qvel[:2], pen, normal)
+    xy, vxy = push_out(qpos[:2], qvel[:2], pen, normal, AGENT_RESTITUTION, AGENT_FRICTION)
     return (
         jnp.concatenate([xy, qpos[2:]]),
         jnp.concatenate([vxy, qvel[2:]]),
@@ -99,9 +112,15 @@ def agent_vs_square_walls(qpos, qvel, inner):
     pen_ny = -y + reach(-s) - inner
     x = x - jnp.maximum(pen_px, 0.0) + jnp.maximum(pen_nx, 0.0)
     y = y - jnp.maximum(pen_py, 0.0) + jnp.maximum(pen_ny, 0.0)
-    vx = jnp.where(pen_px > 0, jnp.minimum(qvel[0], 0.0), qvel[0])
-    vx = jnp.where(pen_nx > 0, jnp.maximum(vx, 0.0), vx)
-    vy = jnp.where(pen_py > 0, jnp.minimum(qvel[1], 0.0), qvel[1])
-    vy = jnp.where(pen_ny > 0, jnp.maximum(vy, 0.0), vy)
+    vx, vy = qvel[0], qvel[1]
+    # each wall: bounce the normal velocity, Coulomb friction on the tangential one
+    for pen, sign, normal_is_x in ((pen_px, 1.0, True), (pen_nx, -1.0, True), (pen_py, 1.0, False), (pen_ny, -1.0, False)):
+        vn, vt = (vx, vy) if normal_is_x else (vy, vx)
+        hit = (pen > 0) & (sign * vn > 0)
+        impulse = (1.0 + AGENT_RESTITUTION) * jnp.abs(vn)
+        vt_new = jnp.sign(vt) * jnp.maximum(jnp.abs(vt) - AGENT_FRICTION * impulse, 0.0)
+        vn_new = -AGENT_RESTITUTION * vn
+        vn, vt = jnp.where(hit, vn_new, vn), jnp.where(hit, vt_new, vt)
+        vx, vy = (vn, vt) if normal_is_x else (vt, vn)
     touching = jnp.stack([pen_px, pen_nx, pen_py, pen_ny]) > -TOUCH_TOLERANCE
     return jnp.stack([x, y, heading]), jnp.stack([vx, vy, qvel[2]]), touching

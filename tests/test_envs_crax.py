@@ -24,6 +24,7 @@ T = 64
 PATH_TOL = 1e-4
 REWARD_TOL = 1e-4
 COST_TOL = 5e-4
+OBS_TOL = 5e-4  # the accelerometer reads up to ~20 m/s^2 in the yaw chatter; float32 rounding
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +79,16 @@ def test_builtin_goal_follows_crax_on_the_same_layout_and_actions(crax_goal):
         b_state = b_step(b_state, action)
         if float(c_state.reward) > 0.5 or float(b_state.reward) > 0.5:
             break  # a goal was reached: the respawn draws differ from here on
+        if float(c_state.cost) >= 3.0 or float(b_state.cost) >= 3.0:
+            break  # a wall contact: MuJoCo's soft contact and our projection part ways here
         worst["path"] = max(worst["path"], float(jnp.max(jnp.abs(b_state.point.qpos - c_state.point.pipeline_state.qpos[:3]))))
         worst["reward"] = max(worst["reward"], abs(float(b_state.reward - c_state.reward)))
         worst["cost"] = max(worst["cost"], abs(float(b_state.cost - c_state.cost)))
         worst["obs"] = max(worst["obs"], float(jnp.max(jnp.abs(b_state.obs - c_state.obs))))
         compared += 1
     print("worst deviations over", compared, "steps:", worst)
-    assert compared >= 20
+    assert compared >= 30
     assert worst["path"] <= PATH_TOL
     assert worst["reward"] <= REWARD_TOL
     assert worst["cost"] <= COST_TOL
+    assert worst["obs"] <= OBS_TOL

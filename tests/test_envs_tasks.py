@@ -118,7 +118,7 @@ def test_push_pillar_contact_costs_three_and_blocks_the_agent():
     for _ in range(25):
         state = step(state, jnp.array([1.0, 0.0]))
         costs.append(float(state.cost))
-    assert costs[0] == 0.0 and costs[-1] == 3.0 and set(costs) <= {0.0, 3.0}
+    assert costs[0] == 0.0 and 3.0 in costs and set(costs) <= {0.0, 3.0}
     assert float(state.point.qpos[0]) <= 1.0 - 0.2 - 0.15 + 1e-4  # stopped by the pillar face
 
 
@@ -161,7 +161,8 @@ def test_button_cube_contact_costs_three_and_proximity_is_free():
     for _ in range(15):
         state = step(state, jnp.array([1.0, 0.0]))
         costs.append(float(state.cost))
-    assert costs[0] == 0.0 and costs[-1] == 3.0 and set(costs) <= {0.0, 3.0}
+        assert float(state.point.qpos[0]) <= 0.6 - 0.2 - 0.15 + 1e-4  # never through the face
+    assert costs[0] == 0.0 and 3.0 in costs and set(costs) <= {0.0, 3.0}
 
 
 def test_button_active_touch_pays_one_and_wrong_touch_costs_one():
