@@ -66,6 +66,7 @@ class TrainConfig:
     nu_max: float = 100.0
     focops_lam: float = 1.5
     focops_eta: float = 0.02
+    focops_kl_grad: float = 1.0  # 1: CRAX differentiates FOCOPS's KL factor; 0: stop-gradient
     # execution (not part of the result)
     chunk_updates: int = 8  # updates per jitted call; checkpoints fall between calls
     checkpoint_every_s: float = 300.0
@@ -161,6 +162,7 @@ class Hyper(NamedTuple):
     nu_max: Any
     focops_lam: Any
     focops_eta: Any
+    focops_kl_grad: Any
 
 
 HYPER_FIELDS = Hyper._fields

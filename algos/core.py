@@ -183,7 +183,7 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
             cost_value_loss = 0.25 * jnp.mean(jnp.square(cvs - cvalues[:, :-1]))
         else:
             cost_adv, cost_value_loss = jnp.zeros_like(adv), jnp.float32(jnp.nan)
-        pol_loss = policy_loss(algo, ratio, adv, cost_adv, algo_state, h)
+        pol_loss = policy_loss(algo, log_ratio, adv, cost_adv, algo_state, h)
         entropy = jnp.mean(dist.entropy(key, mu, sigma))
         total = pol_loss + value_loss + (cost_value_loss if with_cost else 0.0) - h.entropy_cost * entropy
         approx_kl = jnp.mean((ratio - 1.0) - log_ratio)

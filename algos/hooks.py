@@ -51,8 +51,14 @@ def clipped_surrogate(ratio, adv, clip_eps):
     return -jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv))
 
 
-def policy_loss(algo: str, ratio, adv, cost_adv, state: AlgoState, h: Hyper):
-    """The algorithm's policy objective for one minibatch. adv: raw reward advantages."""
+def policy_loss(algo: str, log_ratio, adv, cost_adv, state: AlgoState, h: Hyper):
+    """The algorithm's policy objective for one minibatch. adv: raw reward advantages.
+
+    Takes log(pi / pi_old): FOCOPS's KL uses it directly, since log(exp(x)) is -inf once
+    exp(x) underflows (a sample the new policy finds very unlikely), which would poison the
+    gradients with NaN.
+    """
+    ratio = jnp.exp(log_ratio)
     adv_std = standardise(adv)
     multiplier = jax.lax.stop_gradient(state.multiplier)
     if algo == "ppo":
@@ -68,8 +74,10 @@ def policy_loss(algo: str, ratio, adv, cost_adv, state: AlgoState, h: Hyper):
         return reward_loss + multiplier * penalty
     if algo == "focops":
         combined = (adv_std - multiplier * cost_adv) / (1.0 + multiplier)
-        kl = jnp.mean((ratio - 1.0) - jnp.log(ratio))
+        kl = jnp.mean((ratio - 1.0) - log_ratio)
         factor = jnp.where(kl <= h.focops_eta, 1.0, h.focops_eta / (kl + 1e-8))
+        # focops_kl_grad 1: CRAX (the factor is differentiated); 0: the factor is a constant scale
+        factor = h.focops_kl_grad * factor + (1.0 - h.focops_kl_grad) * jax.lax.stop_gradient(factor)
         return -jnp.mean(ratio * combined) / h.focops_lam * factor
     raise ValueError(f"unknown algo {algo!r}")
 

@@ -93,19 +93,19 @@ ADV = jnp.array([1.0, -1.0])  # already standardised (mean 0, std 1)
 
 def test_ppo_clipped_surrogate_hand_case():
     h = hyper()
-    loss = policy_loss("ppo", RATIO, ADV, jnp.zeros(2), init_algo_state("ppo", h), h)
+    loss = policy_loss("ppo", jnp.log(RATIO), ADV, jnp.zeros(2), init_algo_state("ppo", h), h)
     assert float(loss) == pytest.approx(-(1.2 * 1.0 + 0.8 * -1.0) / 2, abs=1e-6)
-    big = policy_loss("ppo", jnp.array([2.0, 0.1]), ADV, jnp.zeros(2), init_algo_state("ppo", h), h)
+    big = policy_loss("ppo", jnp.log(jnp.array([2.0, 0.1])), ADV, jnp.zeros(2), init_algo_state("ppo", h), h)
     assert float(big) == pytest.approx(-(1.3 * 1.0 + 0.7 * -1.0) / 2, abs=1e-6)  # clipped at 1 +- 0.3
 
 
 def test_ppo_lag_subtracts_lambda_times_cost_advantage():
     h = hyper()
-    zero = policy_loss("ppo_lag", RATIO, ADV, ADV, AlgoState(jnp.float32(0.0), jnp.float32(0.0)), h)
-    ppo = policy_loss("ppo", RATIO, ADV, ADV, AlgoState(jnp.float32(0.0), jnp.float32(0.0)), h)
+    zero = policy_loss("ppo_lag", jnp.log(RATIO), ADV, ADV, AlgoState(jnp.float32(0.0), jnp.float32(0.0)), h)
+    ppo = policy_loss("ppo", jnp.log(RATIO), ADV, ADV, AlgoState(jnp.float32(0.0), jnp.float32(0.0)), h)
     assert float(zero) == pytest.approx(float(ppo))
     # lambda 1 and cost advantage equal to the reward advantage: A' = 0, nothing to gain
-    one = policy_loss("ppo_lag", RATIO, ADV, ADV, AlgoState(jnp.float32(1.0), jnp.float32(0.0)), h)
+    one = policy_loss("ppo_lag", jnp.log(RATIO), ADV, ADV, AlgoState(jnp.float32(1.0), jnp.float32(0.0)), h)
     assert float(one) == pytest.approx(0.0, abs=1e-6)
 
 
@@ -113,10 +113,10 @@ def test_p3o_penalty_hand_case():
     h = hyper()
     ratio = jnp.ones(2)
     state = AlgoState(jnp.float32(2.0), jnp.float32(0.0))
-    loss = policy_loss("p3o", ratio, ADV, jnp.array([2.0, 0.0]), state, h)
+    loss = policy_loss("p3o", jnp.log(ratio), ADV, jnp.array([2.0, 0.0]), state, h)
     assert float(loss) == pytest.approx(0.0 + 2.0 * 1.0, abs=1e-6)  # L_R 0, S_C = mean([2, 0]) = 1
     state = AlgoState(jnp.float32(2.0), jnp.float32(0.5))  # previous violation Delta = 0.5
-    loss = policy_loss("p3o", ratio, ADV, jnp.zeros(2), state, h)
+    loss = policy_loss("p3o", jnp.log(ratio), ADV, jnp.zeros(2), state, h)
     assert float(loss) == pytest.approx(2.0 * ((1 - 0.99) * 0.5 + 0.1 * 0.5), abs=1e-6)
 
 
@@ -124,14 +124,17 @@ def test_focops_loss_and_kl_factor():
     h = hyper()
     state = AlgoState(jnp.float32(1.0), jnp.float32(0.0))
     ratio = jnp.ones(2)  # KL 0: factor 1
-    loss = policy_loss("focops", ratio, ADV, jnp.array([1.0, 3.0]), state, h)
+    loss = policy_loss("focops", jnp.log(ratio), ADV, jnp.array([1.0, 3.0]), state, h)
     combined = (np.array([1.0, -1.0]) - np.array([1.0, 3.0])) / 2.0
     assert float(loss) == pytest.approx(-np.mean(combined) / 1.5, abs=1e-6)
     far = jnp.array([3.0, 0.2])  # KL far above eta = 0.02 scales the surrogate down by eta / KL
     kl = np.mean((np.array(far) - 1) - np.log(np.array(far)))
-    loss = policy_loss("focops", far, ADV, jnp.zeros(2), state, h)
+    loss = policy_loss("focops", jnp.log(far), ADV, jnp.zeros(2), state, h)
     expected = -np.mean(np.array(far) * np.array([1.0, -1.0]) / 2.0) / 1.5 * (0.02 / (kl + 1e-8))
     assert float(loss) == pytest.approx(expected, rel=1e-5)
+    # a sample the new policy finds extremely unlikely (ratio underflows to 0) keeps gradients finite
+    grad = jax.grad(lambda lr: policy_loss("focops", lr, ADV, jnp.zeros(2), state, h))(jnp.array([-200.0, 0.0]))
+    assert np.all(np.isfinite(np.asarray(grad)))
 
 
 # ---- GAE --------------------------------------------------------------------------------
