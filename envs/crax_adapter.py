@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 
 from envs.base import Env
@@ -30,6 +31,11 @@ CRAX_NAMES = {
 OBSERVATION_SIZES = {"goal": 62, "circle": 28, "push": 68, "button": 62}
 
 
+def _strong(leaf):
+    array = jnp.asarray(leaf)
+    return array.astype(array.dtype)  # drops the weak type of Python scalars
+
+
 @dataclasses.dataclass(frozen=True)
 class CraxTask:
     """Wraps one CRAX environment; equality and hashing use the name, level and options."""
@@ -41,7 +47,10 @@ class CraxTask:
     crax_env: Any = dataclasses.field(compare=False, hash=False, repr=False)
 
     def init(self, key):
-        return self.crax_env.reset(key), ()
+        # CRAX's reset leaves Python scalars in `info` (step_count = 0, ...) that its step turns
+        # into int32/float32 arrays; strong-typed arrays from the start keep the state's types
+        # fixed, so jitted steps and scans do not retrace.
+        return jax.tree_util.tree_map(_strong, self.crax_env.reset(key)), ()
 
     def transition(self, crax_state, task_state, action, key):
         nxt = self.crax_env.step(crax_state, action)

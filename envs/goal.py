@@ -122,14 +122,16 @@ class GoalTask:
         return agent, GoalState(goals, task.hazards, last_dist), reward, cost, jnp.zeros((), bool)
 
     def observe(self, agent, task: GoalState):
-        xy, heading = agent.xpos, agent.qpos[2]
-        hazards = jnp.concatenate([task.hazards, WALL_CENTRES])
+        objects = jnp.concatenate([task.goals, task.hazards, WALL_CENTRES])
+        (goal_lidar, hazard_lidar), rx, ry = sensing.scan_objects(
+            agent.xpos, agent.qpos[2], objects, (N_GOALS, N_HAZARDS + 4), LIDAR_RANGE
+        )
         return jnp.concatenate(
             [
                 agent.sensors,
-                sensing.lidar(xy, heading, task.goals, LIDAR_RANGE),
-                sensing.lidar(xy, heading, hazards, LIDAR_RANGE),
-                sensing.compass(xy, heading, task.goals[0]),
-                sensing.nearest_compasses(xy, heading, hazards, 8),
+                goal_lidar,
+                hazard_lidar,
+                sensing.unit(rx[0], ry[0]),
+                sensing.nearest_from_offsets(rx[N_GOALS:], ry[N_GOALS:], 8),
             ]
         ).astype(jnp.float32)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 
 # Constants printed from CRAX's mj_model (crax-brief section 2).
@@ -147,8 +146,6 @@ def advance(state: PointState, action, n_frames, contact=None, extra=None):
         if contact is not None:
             qpos, qvel, extra, touch = contact(qpos, qvel, extra)
             touching = touch if touching is None else touching | touch
-        # one materialisation per substep keeps XLA from recomputing the chain per consumer
-        qpos, qvel, a_fwd, extra = jax.lax.optimization_barrier((qpos, qvel, a_fwd, extra))
     sensors = sensor_reading(qpos_before[2], qvel_before, a_fwd)
     return PointState(qpos, qvel, qpos_before[:2], sensors), extra, touching
 
