@@ -275,6 +275,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="override any config field (see docs/algos.md); env.NAME=VALUE sets a task option")
     parser.add_argument("--stop-after-chunks", type=int, default=None,
                         help="checkpoint and exit 75 after this many chunks (to rehearse a preemption)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="1: XLA runs single-threaded (for one job per core in a sweep); default: all cores")
     parser.add_argument("--cache-dir", default=None, help="persistent compilation cache "
                         "(default $JAX_COMPILATION_CACHE_DIR or ~/.cache/saferl-eval/jax)")
     return parser.parse_args(argv)
@@ -289,8 +291,13 @@ def config_from_args(args: argparse.Namespace):
     return make_config(args.preset, overrides, args.set)
 
 
+SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.threads == 1:  # must happen before JAX starts its CPU backend
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + SINGLE_THREAD_XLA_FLAGS).strip()
     enable_compilation_cache(args.cache_dir)
     try:
         config = config_from_args(args)
