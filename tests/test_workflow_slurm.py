@@ -139,3 +139,19 @@ def test_a_job_cancelled_mid_run_resumes_from_its_checkpoint(tmp_path):
     run = json.loads((run_dir / "run.json").read_text())
     assert run["restarts"] == 1 and run["env_steps"] >= 1600000
     assert not (run_dir / "checkpoint").exists()  # removed once the run completed
+
+
+def test_launcher_submits_the_controller_as_a_slurm_job(tmp_path):
+    import submitit
+
+    proc = subprocess.run([sys.executable, "-m", "workflow.launch", "--profile",
+                           str(REPO / "cluster_profiles" / "slurm-local"), "--preset", "tiny",
+                           "--partition", "debug", "--cpus", "1", "--mem-gb", "1", "--hours", "0.2",
+                           "--", "--dry-run", "metrics"],
+                          cwd=tmp_path, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert proc.returncode == 0, proc.stderr
+    job_id = re.search(r"as slurm job (\d+)", proc.stdout).group(1)
+    job = submitit.SlurmJob(folder=tmp_path / ".snakemake" / "launcher", job_id=job_id)
+    assert job.result() == 0  # the controller's Snakemake exited 0
+    controller_log = Path(job.paths.stdout).read_text() + Path(job.paths.stderr).read_text()
+    assert "This was a dry-run" in controller_log and re.search(r"^train\s+8$", controller_log, flags=re.M)
