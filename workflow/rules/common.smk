@@ -33,13 +33,12 @@ BOUNDS = [bound_label(b) for b in CFG["bounds"]]
 ALGOS = CFG["algos"]
 SEEDS = CFG["seeds"]
 
-RESULTS = "results"
-RUN_DIR = RESULTS + "/runs/{task}/d{bound}/{algo}/seed{seed}"
-METRICS_DIR = RESULTS + "/metrics"
-TABLES_DIR = RESULTS + "/tables"
-FIGURES_DIR = RESULTS + "/figures"
-LOGS_DIR = RESULTS + "/logs"
-REPORT = RESULTS + "/report.html"
+RUN_DIR = "results/runs/{task}/d{bound}/{algo}/seed{seed}"
+METRICS_DIR = "results/metrics"
+TABLES_DIR = "results/tables"
+FIGURES_DIR = "results/figures"
+LOGS_DIR = "results/logs"
+REPORT = "results/report.html"
 
 AGGREGATE_FILES = {
     name: f"{METRICS_DIR}/{name}{ext}"
@@ -48,8 +47,8 @@ AGGREGATE_FILES = {
                       ("condition_bootstrap", ".parquet"), ("iterates", ".parquet"),
                       ("final_episodes", ".parquet"), ("aggregate", ".json")]
 }
-THRESHOLDS_FILE = METRICS_DIR + "/thresholds.yaml"
-TIER_FILES = {"tiers": METRICS_DIR + "/tiers.csv", "conditions": METRICS_DIR + "/conditions.csv"}
+THRESHOLDS_FILE = "results/metrics/thresholds.yaml"
+TIER_FILES = {"tiers": "results/metrics/tiers.csv", "conditions": "results/metrics/conditions.csv"}
 
 RUN_IDS = [dict(task=t, bound=b, algo=a, seed=s)
            for t, b, a, s in itertools.product(TASKS, BOUNDS, ALGOS, SEEDS)]
