@@ -161,6 +161,12 @@ def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None,
                 raise RuntimeError(f"{name}: {count} iterates completed in one chunk but the log holds {C}; "
                                    f"episodes end early in this task: raise --set log_capacity=")
             updates_done = int(state.update) - update_before
+            if not (np.all(np.isfinite(np.asarray(summary.multiplier)))
+                    and np.all(np.isfinite(np.asarray(summary.mean_step_cost)))):
+                bad = update_before + int(np.argmin(np.isfinite(np.asarray(summary.multiplier))
+                                                    & np.isfinite(np.asarray(summary.mean_step_cost))))
+                raise FloatingPointError(f"{name}: training diverged (NaN/inf multiplier or cost) at update {bad}; "
+                                         f"no outputs written")
             steps_in_chunk = max(updates_done, 1) * S
             rows = np.asarray(log.update[:count]) - update_before
             frac = (rows * S + np.asarray(log.step[:count]) + 1) / steps_in_chunk
