@@ -15,7 +15,8 @@ Network configurations:
          one unroll of 8 steps per env per update, 4 minibatches;
   crax - CRAX's sizes and schedule (the paper preset): policy 4x32, critics 5x256, 16 unrolls
          of 8, 32 minibatches of 1024 sequences, 6 epochs (262,144 steps per update).
-CRAX's own trainer is measured only if a CRAX virtualenv exists (--crax-python, default
+CRAX's own trainer (its CLI, PPO-Lag on safe_goal_point with its default sizes and schedule) is
+timed only with --crax-trainer and a CRAX virtualenv (--crax-python, default
 /work/venv-crax/bin/python); otherwise the script says it was not measured.
 """
 from __future__ import annotations
@@ -128,13 +129,58 @@ def measure(name: str, num_envs: int, chunks: int, rate_peak: float, env_rate: f
     return rate
 
 
-def crax_trainer(python: str) -> None:
-    """CRAX's trainer is not driven from here; say whether it could be and why it was not."""
+# Runs CRAX's own CLI (crax.training.train_env) in the CRAX virtualenv. Its logging and video
+# imports (wandb, imageio, matplotlib) get do-nothing stand-ins when absent, and its progress
+# function is wrapped to print Brax's own `training/sps` (env steps of an epoch / its wall time).
+_CRAX_DRIVER = """
+import importlib.util, runpy, sys, time, types
+for name in ("wandb", "imageio", "imageio.v3", "matplotlib", "matplotlib.pyplot"):
+    if name.split(".")[0] in sys.modules or importlib.util.find_spec(name.split(".")[0]) is None:
+        module = types.ModuleType(name); module.run = None
+        module.__getattr__ = lambda attr: (lambda *a, **k: None)
+        sys.modules[name] = module
+for parent, child in (("imageio", "v3"), ("matplotlib", "pyplot")):
+    if parent in sys.modules and not hasattr(sys.modules[parent], "__file__"):
+        setattr(sys.modules[parent], child, sys.modules[parent + "." + child])
+import crax.training.run_utils as run_utils
+original = run_utils.custom_progress_fn
+def progress(num_steps, metrics, *args, **kwargs):
+    print(f"[crax-progress] step={num_steps} sps={metrics.get('training/sps')}", flush=True)
+    return original(num_steps, metrics, *args, **kwargs)
+run_utils.custom_progress_fn = progress
+sys.argv = ["train_env"] + sys.argv[1:]
+runpy.run_module("crax.training.train_env", run_name="__main__", alter_sys=True)
+"""
+
+
+def crax_trainer(python: str, num_envs: int, run: bool) -> float | None:
+    """CRAX's PPO-Lag trainer on safe_goal_point with its CLI defaults (CRAX sizes and schedule).
+
+    Two epochs of one 262,144-step update each; the second epoch's sps excludes compilation.
+    """
     if not os.path.exists(python):
         print(f"\nCRAX's own trainer: not measured (no CRAX virtualenv at {python})")
-    else:
-        print(f"\nCRAX's own trainer: not measured by this script (a CRAX virtualenv exists at {python}, "
-              f"but driving CRAX's train_env.py is not implemented here)")
+        return None
+    if not run:
+        print(f"\nCRAX's own trainer: not measured (pass --crax-trainer to run it from {python}; "
+              f"about 15 minutes on a 2-core CPU)")
+        return None
+    steps = 2 * 262_144 if num_envs == 2048 else 2 * num_envs * 128
+    cmd = [python, "-c", _CRAX_DRIVER, "--env_name", "safe_goal_point", "--alg", "ppo_lag",
+           "--num_timesteps", str(steps), "--num_envs", str(num_envs), "--episode_length", "2000",
+           "--num_evals", "3", "--num_eval_envs", "1", "--use_wandb", "False", "--skip_rollout",
+           "--skip_video", "--store_model", "False", "--safety_bound", "25", "--lagrangian_coef_rate", "3.0"]
+    start = time.perf_counter()
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    rates = [float(line.split("sps=")[1]) for line in result.stdout.splitlines()
+             if line.startswith("[crax-progress]") and "sps=None" not in line]
+    if result.returncode != 0 or len(rates) < 2:
+        print(f"\nCRAX's own trainer: failed (exit {result.returncode}): {result.stderr.strip()[-400:]}")
+        return None
+    print(f"\nCRAX's own trainer (PPO-Lag, safe_goal_point, {num_envs} envs, CRAX sizes, MJX): "
+          f"{rates[-1]:,.0f} env-steps/s in its second epoch (first, with compilation: {rates[0]:,.0f}); "
+          f"{time.perf_counter() - start:.0f} s in all")
+    return rates[-1]
 
 
 def main(argv=None) -> None:
@@ -145,6 +191,7 @@ def main(argv=None) -> None:
     parser.add_argument("--crax-chunks", type=int, default=1,
                         help="calls timed for the crax nets (each is one 262,144-step update)")
     parser.add_argument("--crax-python", default="/work/venv-crax/bin/python")
+    parser.add_argument("--crax-trainer", action="store_true", help="also time CRAX's own trainer (slow)")
     args = parser.parse_args(argv)
     enable_compilation_cache()
     device = jax.devices()[0]
@@ -159,10 +206,12 @@ def main(argv=None) -> None:
     env = make_env(net_config("cpu", args.num_envs))
     env_rate = env_only_rate(env, args.num_envs)
     print(f"env only (goal, {args.num_envs} envs, random actions): {env_rate:,.0f} env-steps/s")
-    for name in args.nets.split(","):
-        name = name.strip()
-        measure(name, args.num_envs, args.crax_chunks if name == "crax" else args.chunks, peak, env_rate)
-    crax_trainer(args.crax_python)
+    rates = {}
+    for name in filter(None, (n.strip() for n in args.nets.split(","))):
+        rates[name] = measure(name, args.num_envs, args.crax_chunks if name == "crax" else args.chunks, peak, env_rate)
+    crax_rate = crax_trainer(args.crax_python, args.num_envs, args.crax_trainer)
+    if crax_rate and "crax" in rates:
+        print(f"algos with CRAX's sizes vs CRAX's own trainer, same run: {rates['crax'] / crax_rate:.2f}x")
 
 
 if __name__ == "__main__":
