@@ -167,13 +167,17 @@ class ButtonTask:
 
     def observe(self, agent, task: ButtonState):
         xy, heading = agent.xpos, agent.qpos[2]
-        hazards = jnp.concatenate([task.cubes, task.gremlins])
+        objects = jnp.concatenate([task.buttons, task.cubes, task.gremlins, _active_xy(task.buttons, task.active)[None]])
+        shown = jnp.concatenate([jnp.broadcast_to(task.timer == 0, (N_BUTTONS,)), jnp.ones(N_CUBES + N_GREMLINS + 1, bool)])
+        (button_lidar, hazard_lidar, _), rx, ry = sensing.scan_objects(
+            xy, heading, objects, (N_BUTTONS, N_CUBES + N_GREMLINS, 1), LIDAR_RANGE, mask=shown
+        )
         return jnp.concatenate(
             [
                 agent.sensors,
-                sensing.lidar(xy, heading, task.buttons, LIDAR_RANGE, mask=jnp.broadcast_to(task.timer == 0, (N_BUTTONS,))),
-                sensing.compass(xy, heading, _active_xy(task.buttons, task.active)),
-                sensing.lidar(xy, heading, hazards, LIDAR_RANGE),
-                sensing.nearest_compasses(xy, heading, hazards, 8),
+                button_lidar,
+                sensing.unit(rx[-1], ry[-1]),
+                hazard_lidar,
+                sensing.nearest_from_offsets(rx[N_BUTTONS:-1], ry[N_BUTTONS:-1], 8),
             ]
         ).astype(jnp.float32)

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 
 from envs import contacts, point, sensing
 from envs.goal import agent_reset_state
+from envs.lazy import lazy_where
 from envs.placement import place_layout, rejection_sample
 
 N_FRAMES = 4
@@ -84,9 +85,11 @@ def _box_vs_boxes(xy, half, centres, halves):
     return pen, normal
 
 
+WALL_INNER = 3.5 - 0.1
+
+
 def make_contact(pillars):
-    obstacles = jnp.concatenate([pillars, WALL_CENTRES])
-    halves = jnp.concatenate([jnp.full((N_PILLARS, 2), PILLAR_HALF, jnp.float32), WALL_HALF])
+    pillar_half = jnp.full((N_PILLARS, 2), PILLAR_HALF, jnp.float32)
 
     def contact(qpos, qvel, block: Block):
         # the block slides freely (implicit damping, like the agent's joints)
@@ -108,17 +111,41 @@ def make_contact(pillars):
         a_vel = qvel[:2] + impulse / point.MASS * normal
         b_vel = b_vel - impulse / BLOCK_MASS * normal
 
-        # block vs pillars and walls (free of cost)
-        b_pen, b_normal = _box_vs_boxes(b_xy, BLOCK_HALF, obstacles, halves)
+        # block vs pillars and walls (free of cost; inelastic)
+        b_pen, b_normal = _box_vs_boxes(b_xy, BLOCK_HALF, pillars, pillar_half)
         b_xy, b_vel = contacts.push_out(b_xy, b_vel, b_pen, b_normal)
+        limit = WALL_INNER - BLOCK_HALF
+        b_vel = jnp.where(jnp.abs(b_xy) > limit, jnp.where(b_xy * b_vel > 0, 0.0, b_vel), b_vel)
+        b_xy = jnp.clip(b_xy, -limit, limit)
 
         # agent vs pillars and walls (cost 3 each)
         qpos = jnp.concatenate([a_xy, qpos[2:]])
         qvel = jnp.concatenate([a_vel, qvel[2:]])
-        qpos, qvel, touching = contacts.agent_vs_boxes(qpos, qvel, obstacles, halves)
-        return qpos, qvel, Block(b_xy, b_vel), touching
+        qpos, qvel, pillar_touch = contacts.agent_vs_boxes(qpos, qvel, pillars, pillar_half)
+        qpos, qvel, wall_touch = contacts.agent_vs_square_walls(qpos, qvel, WALL_INNER)
+        return qpos, qvel, Block(b_xy, b_vel), jnp.concatenate([pillar_touch, wall_touch])
 
     return contact
+
+
+def _respawn(args):
+    """A new goal square: uniform and clear of the agent, the pillars, squares and walls (each
+    expanded by the goal's keepout) and the old goal's spot (radius 0), as CRAX checks it."""
+    key, xy, task = args
+    obstacles = jnp.concatenate([xy[None], task.goal[None]])
+    boxes = jnp.concatenate([task.pillars, task.squares, WALL_CENTRES])
+    halves = jnp.concatenate(
+        [jnp.full((N_PILLARS, 2), PILLAR_HALF), jnp.full((N_SQUARES, 2), SQUARE_HALF), WALL_HALF]
+    ).astype(jnp.float32)
+    new_goal, _ = rejection_sample(
+        key, RESPAWN_TRIES, -EXTENT + 0.01, EXTENT - 0.01, obstacles,
+        jnp.array([point.BODY_RADIUS, 0.0], jnp.float32), boxes, halves, GOAL_KEEPOUT, xy,
+    )
+    return new_goal
+
+
+# Under vmap the respawn work runs only on steps where some environment scored.
+respawn_where = lazy_where(_respawn)
 
 
 def _dist(a, b):
@@ -174,16 +201,7 @@ class PushTask:
             + reached
         )
 
-        obstacles = jnp.concatenate([xy[None], task.goal[None]])
-        boxes = jnp.concatenate([task.pillars, task.squares, WALL_CENTRES])
-        halves = jnp.concatenate(
-            [jnp.full((N_PILLARS, 2), PILLAR_HALF), jnp.full((N_SQUARES, 2), SQUARE_HALF), WALL_HALF]
-        ).astype(jnp.float32)
-        new_goal, _ = rejection_sample(
-            key, RESPAWN_TRIES, -EXTENT + 0.01, EXTENT - 0.01, obstacles,
-            jnp.array([point.BODY_RADIUS, 0.0], jnp.float32), boxes, halves, GOAL_KEEPOUT, xy,
-        )
-        goal = jnp.where(reached, new_goal, task.goal)
+        goal = respawn_where(reached, (key, xy, task), task.goal)
         new_state = PushState(
             goal, task.pillars, task.squares, block, block_xpos, _dist(goal, block_xpos), dist_block
         )
@@ -191,18 +209,22 @@ class PushTask:
 
     def observe(self, agent, task: PushState):
         xy, heading = agent.xpos, agent.qpos[2]
-        hazards = jnp.concatenate([task.pillars, task.squares, WALL_CENTRES])
         block = task.block_xpos
+        objects = jnp.concatenate([task.goal[None], task.pillars, task.squares, WALL_CENTRES])
+        (goal_lidar, hazard_lidar), rx, ry = sensing.scan_objects(
+            xy, heading, objects, (1, N_PILLARS + N_SQUARES + 4), LIDAR_RANGE
+        )
         to_goal = sensing.to_agent_frame(task.goal - block, heading)
+        to_block = sensing.to_agent_frame(block - xy, heading)
         return jnp.concatenate(
             [
                 agent.sensors,
-                sensing.lidar(xy, heading, task.goal[None], LIDAR_RANGE),
-                sensing.lidar(xy, heading, hazards, LIDAR_RANGE),
-                sensing.compass(xy, heading, task.goal),
-                sensing.nearest_compasses(xy, heading, hazards, 8),
-                sensing.compass(xy, heading, block),
-                to_goal / (jnp.sqrt(jnp.sum(to_goal**2)) + 1e-8),
+                goal_lidar,
+                hazard_lidar,
+                sensing.unit(rx[0], ry[0]),
+                sensing.nearest_from_offsets(rx[1:], ry[1:], 8),
+                sensing.unit(to_block[0], to_block[1]),
+                sensing.unit(to_goal[0], to_goal[1]),
                 jnp.stack([_dist(xy, block), _dist(block, task.goal)]) / LIDAR_RANGE,
             ]
         ).astype(jnp.float32)

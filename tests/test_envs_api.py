@@ -129,3 +129,13 @@ def test_single_env_and_vmapped_steps_agree():
     for i, s in enumerate(singles):
         np.testing.assert_allclose(batch.obs[i], s.obs, rtol=1e-5, atol=1e-5)
         assert bool(batch.done[i]) == bool(s.done)
+
+
+def test_crax_backend_without_the_extra_says_how_to_install_it():
+    try:
+        import crax  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r"pip install -e '\.\[crax\]'"):
+            envs.make("goal", backend="crax")
+    else:
+        pytest.skip("crax is installed here; tests/test_envs_crax.py covers the backend")
