@@ -282,3 +282,31 @@ train         1
         ("summarise", ("a/summary.parquet",)),
         ("train", ("a/episodes.parquet", "a/trace.parquet", "a/run.json")),
     ]
+
+
+def test_program_key_ignores_bound_and_seed_but_not_task_algo_or_options():
+    opts = ["--preset", "cpu", "--num-envs", "4"]
+    key = train_job.program_key("goal", "ppo", opts)
+    assert key == train_job.program_key("goal", "ppo", list(opts))
+    assert key != train_job.program_key("goal", "ppo_lag", opts)
+    assert key != train_job.program_key("circle", "ppo", opts)
+    assert key != train_job.program_key("goal", "ppo", ["--preset", "cpu", "--num-envs", "8"])
+
+
+def test_only_the_first_run_of_a_program_compiles_while_the_next_waits(tmp_path):
+    first = train_job.claim_first_compile(str(tmp_path), "goal-ppo-x")
+    assert first is not None
+    code = ("import sys; from workflow import train_job; "
+            "print(train_job.claim_first_compile(sys.argv[1], 'goal-ppo-x'))")
+    waiter = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=REPO,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiter.wait(timeout=1.5)  # blocked while the first run lives
+    finally:
+        os.close(first)  # the first run's process ends
+    out, _ = waiter.communicate(timeout=30)
+    assert out.strip() == "None"  # the program is warm: no lock kept, no compile claimed
+    other = train_job.claim_first_compile(str(tmp_path), "circle-ppo-x")
+    assert other is not None  # another program is claimed independently
+    os.close(other)
