@@ -96,7 +96,9 @@ class Env:
         episode_return = state.episode_return + reward
         episode_cost = state.episode_cost + cost
         terminal_obs = self.task.observe(point, task_state)
-        fresh = lazy_where(self.reset)(done, state.key, self._placeholder(state))
+        # The next episode's first state where done (the old state elsewhere, never selected);
+        # under vmap the reset runs only on steps where some environment finished.
+        fresh = lazy_where(self.reset)(done, state.key, state)
         zero = jnp.zeros((), jnp.float32)
         return EnvState(
             obs=jnp.where(done, fresh.obs, terminal_obs),
@@ -115,8 +117,3 @@ class Env:
             point=jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh.point, point),
             task=jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh.task, task_state),
         )
-
-    @staticmethod
-    def _placeholder(state: EnvState) -> EnvState:
-        """What `reset` returns where no environment finished (never selected)."""
-        return state

@@ -11,9 +11,10 @@ cost   = sum over hazards of 2 max(0, 1 - d / 0.4) + 3 per wall touched.
 obs    = 62: sensors 12, goal lidar 16 (both goals), hazard lidar 16 (hazards and wall
          centres, range 3), compass to goal 0 (2), compasses to the 8 nearest hazards (16).
 
-Simplifications against CRAX: wall contacts are projections (envs/contacts.py) instead of
-MuJoCo soft contacts, and a respawn draws RESPAWN_TRIES candidates instead of 100 (the chance
-that all of 32 fail is below 1e-8 on this layout; CRAX's fallback, the agent's position, is kept).
+Simplifications against CRAX: wall contacts are projections with a bounce and friction
+(envs/contacts.py) instead of MuJoCo soft contacts, and a respawn draws RESPAWN_TRIES
+candidates instead of 100 (the chance that all of 32 fail is below 1e-8 on this layout;
+CRAX's fallback, the agent's position, is kept).
 """
 from __future__ import annotations
 

@@ -3,10 +3,11 @@
 A per-environment `lax.cond` turns into a `select` under vmap, so an auto-reset written the
 obvious way would rebuild a whole layout (hundreds of candidate placements) on every step of
 every environment. With a custom batching rule the batched version becomes
-`cond(any(pred), where(pred, vmap(fn)(arg), other), other)`: identical results, and the
+`where(pred, cond(any(pred), vmap(fn)(arg), zeros), other)`: identical results, and the
 reset work is done only on the steps where some environment actually finishes (every T steps
-when episodes run in lockstep). Not differentiable (custom_vmap has no reverse mode), which
-an environment step does not need.
+when episodes run in lockstep). Only fn's result passes through the cond (zeros when nobody
+needs it); the select stays outside, where it fuses with the rest of the step. Not
+differentiable (custom_vmap has no reverse mode), which an environment step does not need.
 """
 from __future__ import annotations
 
