@@ -92,6 +92,24 @@ HOST_FIELDS = ("update", "step", "ret", "cost", "length", "multiplier", "metrics
 def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None, preset: str = "",
         quiet: bool = False) -> int:
     """Train (or resume) one run into `out_dir`; returns the process exit status (0 or 75)."""
+    run_json = os.path.join(out_dir, "run.json")
+    if os.path.exists(run_json):
+        if not quiet:
+            print(f"[algos.train] {run_json} exists: run already complete", file=sys.stderr)
+        return 0
+    wall_start = time.perf_counter()
+    name = f"{config.task}/d{config.bound:g}/{config.algo}/seed{config.seed}"
+    ckpt_dir = os.path.join(out_dir, "checkpoint")
+    stop = _StopFlag()  # installed before compiling: a signal then ends the run with 75, not a kill
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGUSR2)}
+    try:
+        return _run(config, out_dir, env, stop_after_chunks, preset, quiet, stop, wall_start, name, ckpt_dir)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _run(config, out_dir, env, stop_after_chunks, preset, quiet, stop, wall_start, name, ckpt_dir) -> int:
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -101,14 +119,11 @@ def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None,
     from algos.core import METRIC_NAMES
 
     run_json = os.path.join(out_dir, "run.json")
-    if os.path.exists(run_json):
-        if not quiet:
-            print(f"[algos.train] {run_json} exists: run already complete", file=sys.stderr)
-        return 0
-    wall_start = time.perf_counter()
-    name = f"{config.task}/d{config.bound:g}/{config.algo}/seed{config.seed}"
-    ckpt_dir = os.path.join(out_dir, "checkpoint")
     compiled = compile_programs(config, env)
+    if stop.signal is not None:
+        if not quiet:
+            print(f"[{name}] signal {stop.signal} while compiling: exiting {EXIT_TEMPFAIL}", file=sys.stderr)
+        return EXIT_TEMPFAIL
     h = hyper_of(config)
     N, S = config.num_envs, config.unrolls_per_update * config.unroll_length
     U, C = config.num_updates, config.iterate_capacity
@@ -145,60 +160,54 @@ def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None,
             host[k] = [arrays[k]]
         checkpoint.save(ckpt_dir, state, arrays, {"config": identity, "train_s": train_s, "restarts": restarts})
 
-    stop = _StopFlag()
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGUSR2)}
-    try:
-        last_save, chunks_here = time.monotonic(), 0
-        rate_steps, rate_s = 0, 0.0
-        last_ret = last_cost = float("nan")
-        while int(state.update) < U:
-            update_before = int(state.update)
-            start = time.perf_counter()
-            state, log, summary = compiled.chunk(state, h, num_updates)
-            count = int(log.count)  # waits for the chunk
-            seconds = time.perf_counter() - start
-            if count > C:
-                raise RuntimeError(f"{name}: {count} iterates completed in one chunk but the log holds {C}; "
-                                   f"episodes end early in this task: raise --set log_capacity=")
-            updates_done = int(state.update) - update_before
-            if not (np.all(np.isfinite(np.asarray(summary.multiplier)))
-                    and np.all(np.isfinite(np.asarray(summary.mean_step_cost)))):
-                bad = update_before + int(np.argmin(np.isfinite(np.asarray(summary.multiplier))
-                                                    & np.isfinite(np.asarray(summary.mean_step_cost))))
-                raise FloatingPointError(f"{name}: training diverged (NaN/inf multiplier or cost) at update {bad}; "
-                                         f"no outputs written")
-            steps_in_chunk = max(updates_done, 1) * S
-            rows = np.asarray(log.update[:count]) - update_before
-            frac = (rows * S + np.asarray(log.step[:count]) + 1) / steps_in_chunk
-            for k, v in (("update", log.update), ("step", log.step), ("ret", log.ret), ("cost", log.cost),
-                         ("length", log.length), ("multiplier", log.multiplier), ("metrics", log.metrics)):
-                host[k].append(np.asarray(v[:count]))
-            host["wall_time"].append(train_s + frac * seconds)
-            train_s += seconds
-            chunks_here += 1
-            if chunks_here > 1 or restarts == 0:  # a first chunk after a restart may include warm-up
-                rate_steps, rate_s = rate_steps + updates_done * config.steps_per_update, rate_s + seconds
-            if count:
-                last_ret, last_cost = float(np.mean(log.ret[count - 1])), float(np.mean(log.cost[count - 1]))
+    last_save, chunks_here = time.monotonic(), 0
+    rate_steps, rate_s = 0, 0.0
+    last_ret = last_cost = float("nan")
+    while int(state.update) < U:
+        update_before = int(state.update)
+        start = time.perf_counter()
+        state, log, summary = compiled.chunk(state, h, num_updates)
+        count = int(log.count)  # waits for the chunk
+        seconds = time.perf_counter() - start
+        if count > C:
+            raise RuntimeError(f"{name}: {count} iterates completed in one chunk but the log holds {C}; "
+                               f"episodes end early in this task: raise --set log_capacity=")
+        updates_done = int(state.update) - update_before
+        if not (np.all(np.isfinite(np.asarray(summary.multiplier)))
+                and np.all(np.isfinite(np.asarray(summary.mean_step_cost)))):
+            bad = update_before + int(np.argmin(np.isfinite(np.asarray(summary.multiplier))
+                                                & np.isfinite(np.asarray(summary.mean_step_cost))))
+            raise FloatingPointError(f"{name}: training diverged (NaN/inf multiplier or cost) at update {bad}; "
+                                     f"no outputs written")
+        steps_in_chunk = max(updates_done, 1) * S
+        rows = np.asarray(log.update[:count]) - update_before
+        frac = (rows * S + np.asarray(log.step[:count]) + 1) / steps_in_chunk
+        for k, v in (("update", log.update), ("step", log.step), ("ret", log.ret), ("cost", log.cost),
+                     ("length", log.length), ("multiplier", log.multiplier), ("metrics", log.metrics)):
+            host[k].append(np.asarray(v[:count]))
+        host["wall_time"].append(train_s + frac * seconds)
+        train_s += seconds
+        chunks_here += 1
+        if chunks_here > 1 or restarts == 0:  # a first chunk after a restart may include warm-up
+            rate_steps, rate_s = rate_steps + updates_done * config.steps_per_update, rate_s + seconds
+        if count:
+            last_ret, last_cost = float(np.mean(log.ret[count - 1])), float(np.mean(log.cost[count - 1]))
+        if not quiet:
+            rate = rate_steps / rate_s if rate_s > 0 else float("nan")
+            steps, total = int(state.update) * config.steps_per_update, U * config.steps_per_update
+            eta = (total - steps) / rate if rate > 0 else float("nan")
+            _progress(name, int(state.iterates), steps, total, rate, eta, last_ret, last_cost,
+                      float(state.algo.multiplier))
+        interrupted = stop.signal is not None or (stop_after_chunks is not None and chunks_here >= stop_after_chunks)
+        if int(state.update) < U and (interrupted or time.monotonic() - last_save >= config.checkpoint_every_s):
+            save_checkpoint()
+            last_save = time.monotonic()
+        if interrupted and int(state.update) < U:
+            why = f"signal {stop.signal}" if stop.signal is not None else f"stop after {chunks_here} chunks"
             if not quiet:
-                rate = rate_steps / rate_s if rate_s > 0 else float("nan")
-                steps, total = int(state.update) * config.steps_per_update, U * config.steps_per_update
-                eta = (total - steps) / rate if rate > 0 else float("nan")
-                _progress(name, int(state.iterates), steps, total, rate, eta, last_ret, last_cost,
-                          float(state.algo.multiplier))
-            interrupted = stop.signal is not None or (stop_after_chunks is not None and chunks_here >= stop_after_chunks)
-            if int(state.update) < U and (interrupted or time.monotonic() - last_save >= config.checkpoint_every_s):
-                save_checkpoint()
-                last_save = time.monotonic()
-            if interrupted and int(state.update) < U:
-                why = f"signal {stop.signal}" if stop.signal is not None else f"stop after {chunks_here} chunks"
-                if not quiet:
-                    print(f"[{name}] {why}: checkpoint written to {ckpt_dir}, exiting {EXIT_TEMPFAIL}",
-                          file=sys.stderr, flush=True)
-                return EXIT_TEMPFAIL
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+                print(f"[{name}] {why}: checkpoint written to {ckpt_dir}, exiting {EXIT_TEMPFAIL}",
+                      file=sys.stderr, flush=True)
+            return EXIT_TEMPFAIL
 
     # ---- final evaluation and outputs ------------------------------------------------
     eval_start = time.perf_counter()
