@@ -310,3 +310,14 @@ def test_only_the_first_run_of_a_program_compiles_while_the_next_waits(tmp_path)
     other = train_job.claim_first_compile(str(tmp_path), "circle-ppo-x")
     assert other is not None  # another program is claimed independently
     os.close(other)
+
+
+def test_workflow_outputs_are_written_whole_with_the_usual_mode(tmp_path):
+    from workflow.atomic import write_text
+
+    write_text(tmp_path / "sub" / "out.txt", "hello")
+    assert (tmp_path / "sub" / "out.txt").read_text() == "hello"
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / "sub" / "out.txt").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert [p.name for p in (tmp_path / "sub").iterdir()] == ["out.txt"]  # no temp file left
