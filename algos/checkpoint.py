@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import jax
 import numpy as np
+
+from metrics.atomic import atomic_path
 
 ARRAYS = "state-{n}.npz"
 META = "checkpoint.json"
@@ -24,17 +25,10 @@ def _is_key(x) -> bool:
 
 
 def _atomic_write(folder: str, name: str, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, os.path.join(folder, name))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_path(os.path.join(folder, name)) as tmp, open(tmp, "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())  # a checkpoint must survive the node going down right after
 
 
 def save(folder: str, state, host: dict[str, np.ndarray], meta: dict) -> str:

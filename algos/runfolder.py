@@ -6,13 +6,13 @@ goes last, so its presence marks a complete run.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from metrics.atomic import atomic_path
 
 EPISODE_SCHEMA = pa.schema([
     ("task", pa.string()), ("bound", pa.float64()), ("algo", pa.string()), ("seed", pa.int64()),
@@ -24,17 +24,8 @@ TRACE_COLUMNS = ("iteration", "update", "env_steps", "wall_time", "multiplier", 
 
 
 def _atomic(path: str, write) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_parquet(path: str, table: pa.Table) -> None:

@@ -1,4 +1,8 @@
-"""Atomic outputs: a file appears complete or not at all; a folder receives all its files or none."""
+"""Atomic outputs: a file appears complete or not at all; a folder receives all its files or none.
+
+The one implementation of atomic writes in the project: algos, the workflow and the products
+use it too (this package imports no jax, so it is cheap to import anywhere).
+"""
 
 from __future__ import annotations
 
@@ -18,10 +22,17 @@ def atomic_path(path):
     os.close(fd)
     try:
         yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; results are for sharing
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager

@@ -6,32 +6,17 @@ old file or none.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from metrics.atomic import atomic_path
+
 
 def _atomic(path: str | os.PathLike, write) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         write(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; products are for sharing
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_text(path, text: str) -> None:
