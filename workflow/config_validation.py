@@ -124,13 +124,14 @@ def resolve(user_cfg: Mapping, presets_dir: Path = PRESETS_DIR) -> dict:
     return validate({**deep_merge(preset, overrides), "preset": name})
 
 
-def _parse_set(items: list[str]) -> dict:
-    """`a.b=value` pairs (value parsed as YAML) into a nested mapping."""
+def parse_overrides(items: list[str], flag: str = "--set") -> dict:
+    """`a.b=value` pairs (value parsed as YAML) into a nested mapping; `flag` names the
+    command-line option in errors."""
     out: dict = {}
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep:
-            raise ConfigError(f"--set {item!r}: expected key=value")
+            raise ConfigError(f"{flag} {item!r}: expected KEY=VALUE")
         node = out
         *parents, leaf = key.split(".")
         for part in parents:
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         user = _load_yaml(Path(args.config)) or {}
-        resolved = resolve(deep_merge(user, _parse_set(args.set)))
+        resolved = resolve(deep_merge(user, parse_overrides(args.set)))
     except (ConfigError, OSError) as e:
         print(f"invalid configuration: {e}", file=sys.stderr)
         return 1

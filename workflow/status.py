@@ -28,7 +28,7 @@ from typing import Iterable
 
 import yaml
 
-from workflow.config_validation import DEFAULT_CONFIG, ConfigError, deep_merge, resolve
+from workflow.config_validation import DEFAULT_CONFIG, ConfigError, deep_merge, parse_overrides, resolve
 
 RUN_FILES = ("episodes.parquet", "trace.parquet", "run.json")
 JOB_MARKER = "job.json"
@@ -131,20 +131,6 @@ def format_table(statuses: Iterable[RunStatus]) -> str:
     return "\n".join(lines)
 
 
-def _parse_overrides(items: list[str]) -> dict:
-    out: dict = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--config {item!r}: expected KEY=VALUE")
-        node = out
-        *parents, leaf = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = yaml.safe_load(raw)
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--configfile", default=str(DEFAULT_CONFIG))
@@ -157,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with open(args.configfile) as f:
             user = yaml.safe_load(f) or {}
-        cfg = resolve(deep_merge(user, _parse_overrides(args.config)))
+        cfg = resolve(deep_merge(user, parse_overrides(args.config, "--config")))
     except (ConfigError, OSError) as e:
         print(f"invalid configuration: {e}", file=sys.stderr)
         return 1
