@@ -7,6 +7,7 @@ use: a row-label column, column groups (e.g. Training / Final greedy) and bold c
 from __future__ import annotations
 
 import html
+import itertools
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -63,16 +64,16 @@ def tex_escape(text: str) -> str:
             .replace("Dnorm", r"$D_\mathrm{norm}$").replace("−", "-"))
 
 
+def column_groups(table: Table) -> list[tuple[str, int]]:
+    """Runs of adjacent columns under one group header: [(group, span), ...]."""
+    return [(group, len(list(cols))) for group, cols in itertools.groupby(table.columns, key=lambda c: c[0])]
+
+
 def to_latex(table: Table) -> str:
     n_labels = len(table.row_header)
     spec = "l" * n_labels + "r" * len(table.columns)
     lines = [r"% " + table.title, r"\begin{tabular}{" + spec + "}", r"\toprule"]
-    groups: list[tuple[str, int]] = []
-    for group, _ in table.columns:
-        if groups and groups[-1][0] == group:
-            groups[-1] = (group, groups[-1][1] + 1)
-        else:
-            groups.append((group, 1))
+    groups = column_groups(table)
     if any(g for g, _ in groups):
         cells, rules, col = [""] * n_labels, [], n_labels + 1
         for group, span in groups:
@@ -97,12 +98,7 @@ def to_html(table: Table) -> str:
     """A standalone HTML page (for `snakemake --report`, which shows it in a frame)."""
     esc = html.escape
     head = ["<tr>" + "".join(f"<th rowspan='2'>{esc(h)}</th>" for h in table.row_header)]
-    groups: list[tuple[str, int]] = []
-    for group, _ in table.columns:
-        if groups and groups[-1][0] == group:
-            groups[-1] = (group, groups[-1][1] + 1)
-        else:
-            groups.append((group, 1))
+    groups = column_groups(table)
     head[0] += "".join(f"<th colspan='{span}'>{esc(group)}</th>" for group, span in groups) + "</tr>"
     head.append("<tr>" + "".join(f"<th>{esc(h)}</th>" for _, h in table.columns) + "</tr>")
     body = []
