@@ -7,6 +7,9 @@ A `TrainConfig` holds everything that defines a run. It splits into two parts:
 * the *runtime* part (`Hyper`: bound, seed, learning rates and the algorithm scalars) is passed
   to that program as traced values, so one compiled program serves every bound, seed and
   hyperparameter value of a grid.
+
+The algorithm scalars come from the table in `algos/registry.py`. This module imports no JAX
+(the workflow reads the presets and names cheaply).
 """
 from __future__ import annotations
 
@@ -14,15 +17,15 @@ import dataclasses
 import math
 from typing import Any, NamedTuple
 
-import jax.numpy as jnp
+from algos.registry import ALGOS, algorithm_scalars, get as get_algorithm
 
-ALGOS = ("ppo", "ppo_lag", "p3o", "focops")
 ACTIVATIONS = ("swish", "tanh", "relu", "elu")
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    """One training run. Defaults are CRAX's / PAPER.md's; presets override the budget and sizes."""
+class _TrainConfigBase:
+    """One training run. Defaults are CRAX's networks and schedule and the paper's budget (the
+    `paper` preset); `TrainConfig` adds every algorithm's scalars from the registry."""
 
     # what to train
     task: str = "goal"
@@ -54,19 +57,6 @@ class TrainConfig:
     gae_lambda: float = 0.95
     clip_eps: float = 0.3
     reward_scaling: float = 0.1
-    # algorithm scalars (runtime values), PAPER.md's settings
-    lagrangian_lr: float = 3.0
-    lagrangian_init: float = 0.0
-    kappa_init: float = 0.01
-    kappa_factor: float = 1.1
-    kappa_decay: float = 0.9
-    kappa_max: float = 50.0
-    nu_init: float = 0.1
-    nu_lr: float = 1.0
-    nu_max: float = 100.0
-    focops_lam: float = 1.5
-    focops_eta: float = 0.02
-    focops_kl_grad: float = 1.0  # 1: CRAX differentiates FOCOPS's KL factor; 0: stop-gradient
     # execution (not part of the result)
     chunk_updates: int = 8  # updates per jitted call; checkpoints fall between calls
     checkpoint_every_s: float = 300.0
@@ -104,7 +94,7 @@ class TrainConfig:
 
     @property
     def uses_cost_critic(self) -> bool:
-        return self.algo != "ppo"  # CRAX's PPO has no cost critic
+        return get_algorithm(self.algo).uses_cost_critic
 
     def validate(self) -> "TrainConfig":
         def bad(field: str, why: str) -> ValueError:
@@ -128,7 +118,7 @@ class TrainConfig:
             raise bad("seed", "must be in [0, 2**31)")
         return self
 
-    def static_key(self) -> "TrainConfig":
+    def static_key(self) -> "_TrainConfigBase":
         """The config with every runtime value blanked: equal keys share compiled programs."""
         return dataclasses.replace(self, **{f: 0.0 for f in HYPER_FIELDS}, seed=0, total_steps=0,
                                    checkpoint_every_s=0.0)
@@ -141,48 +131,36 @@ class TrainConfig:
         return out
 
 
-class Hyper(NamedTuple):
-    """Runtime (traced) scalars of a run: changing them never recompiles."""
+# Runtime (traced) scalars of a run: the PPO core's, then every algorithm's in table order.
+CORE_HYPER_FIELDS = ("bound", "learning_rate", "entropy_cost", "discount", "gae_lambda", "clip_eps",
+                     "reward_scaling")
+ALGO_SCALARS = algorithm_scalars()
+_clash = sorted(set(ALGO_SCALARS) & {f.name for f in dataclasses.fields(_TrainConfigBase)})
+if _clash:
+    raise ValueError(f"algos.registry: scalar name(s) {_clash} are already TrainConfig fields")
 
-    bound: Any
-    learning_rate: Any
-    entropy_cost: Any
-    discount: Any
-    gae_lambda: Any
-    clip_eps: Any
-    reward_scaling: Any
-    lagrangian_lr: Any
-    lagrangian_init: Any
-    kappa_init: Any
-    kappa_factor: Any
-    kappa_decay: Any
-    kappa_max: Any
-    nu_init: Any
-    nu_lr: Any
-    nu_max: Any
-    focops_lam: Any
-    focops_eta: Any
-    focops_kl_grad: Any
+TrainConfig = dataclasses.make_dataclass(
+    "TrainConfig", [(name, float, dataclasses.field(default=value)) for name, value in ALGO_SCALARS.items()],
+    bases=(_TrainConfigBase,), frozen=True)
+TrainConfig.__module__, TrainConfig.__doc__ = __name__, _TrainConfigBase.__doc__
 
-
+# changing any of these never recompiles
+Hyper = NamedTuple("Hyper", [(name, Any) for name in CORE_HYPER_FIELDS + tuple(ALGO_SCALARS)])
 HYPER_FIELDS = Hyper._fields
 
 
 def hyper_of(config: TrainConfig) -> Hyper:
+    import jax.numpy as jnp
+
     return Hyper(*(jnp.float32(getattr(config, f)) for f in HYPER_FIELDS))
 
 
 # ---- presets ---------------------------------------------------------------------------
-# `paper`: CRAX's networks and schedule and PAPER.md's budget, CRAX's sparse goal reward.
-# `cpu`: the default; small networks and budget so one run takes seconds on one core, and the
-# goal task with Safety-Gym-style distance shaping so that learning shows (DESIGN.md section 6).
+# `paper`: TrainConfig's defaults (CRAX's networks and schedule, the paper's budget, CRAX's
+# sparse goal reward). `cpu`: the default; small networks and budget so one run takes seconds
+# on one core, and the goal task with Safety-Gym-style distance shaping so that learning shows.
 PRESETS: dict[str, dict] = {
-    "paper": dict(
-        num_envs=2048, episode_length=2000, total_steps=500_000_000, eval_episodes=100,
-        unroll_length=8, batch_size=1024, num_minibatches=32, num_epochs=6,
-        policy_hidden=(32, 32, 32, 32), critic_hidden=(256,) * 5, activation="swish",
-        chunk_updates=8,
-    ),
+    "paper": {},
     "cpu": dict(
         num_envs=64, episode_length=250, total_steps=400_000, eval_episodes=100,
         unroll_length=8, batch_size=64, num_minibatches=4, num_epochs=4,
@@ -195,6 +173,12 @@ PRESET_ENV_KWARGS: dict[str, dict[str, dict]] = {
     "paper": {},
     "cpu": {"goal": {"reward_distance_scale": 1.0}},
 }
+BUDGET_FIELDS = ("total_steps", "num_envs", "episode_length", "eval_episodes")
+
+
+def preset_values(preset: str) -> dict:
+    """Every TrainConfig field's value under a preset (before per-run overrides)."""
+    return {**{f.name: f.default for f in dataclasses.fields(TrainConfig)}, **PRESETS[preset]}
 
 
 def _parse_value(field: dataclasses.Field, text: str):

@@ -1,9 +1,10 @@
 """The four algorithms as hooks on the PPO core: a policy loss and a multiplier/penalty update.
 
-Each follows CRAX's variant (../shared/crax-brief.md section 10). Notation: rho is the
-probability ratio pi/pi_old, A the reward advantage standardised per minibatch, A_C the raw
-cost advantage, c the batch's mean per-step cost and b = d / T the per-step bound. The
-multiplier is updated once per update, after the SGD epochs, from c - b.
+The table in `algos/registry.py` names each algorithm's functions here; `policy_loss`,
+`init_algo_state` and `update_multiplier` dispatch through it. Each follows CRAX's variant.
+Notation: rho is the probability ratio pi/pi_old, A the reward advantage standardised per
+minibatch, A_C the raw cost advantage, c the batch's mean per-step cost and b = d / T the
+per-step bound. The multiplier is updated once per update, after the SGD epochs, from c - b.
 
 * PPO: -mean(min(rho A, clip(rho) A)). No cost critic.
 * PPO-Lag (Ray et al. 2019): A' = A - lambda * standardise(A_C), clipped surrogate on A';
@@ -28,6 +29,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from algos import registry
 from algos.config import Hyper
 
 
@@ -36,9 +38,20 @@ class AlgoState(NamedTuple):
     last_violation: jnp.ndarray  # c - d/T of the latest update (P3O's Delta)
 
 
+class LossInputs(NamedTuple):
+    """What an algorithm's policy loss sees for one minibatch."""
+
+    ratio: jnp.ndarray  # pi / pi_old
+    log_ratio: jnp.ndarray  # log(pi / pi_old)
+    adv: jnp.ndarray  # reward advantages, standardised over the minibatch
+    cost_adv: jnp.ndarray  # raw cost advantages (zeros without a cost critic)
+    multiplier: jnp.ndarray  # the multiplier, a constant for the gradient
+    last_violation: jnp.ndarray  # c - d/T of the previous update
+
+
 def init_algo_state(algo: str, h: Hyper) -> AlgoState:
-    initial = {"ppo": jnp.float32(0.0), "ppo_lag": h.lagrangian_init, "p3o": h.kappa_init,
-               "focops": h.nu_init}[algo]
+    spec = registry.get(algo)
+    initial = getattr(h, spec.multiplier_init) if spec.has_multiplier else jnp.float32(0.0)
     return AlgoState(jnp.asarray(initial, jnp.float32), jnp.float32(0.0))
 
 
@@ -58,43 +71,55 @@ def policy_loss(algo: str, log_ratio, adv, cost_adv, state: AlgoState, h: Hyper)
     exp(x) underflows (a sample the new policy finds very unlikely), which would poison the
     gradients with NaN.
     """
-    ratio = jnp.exp(log_ratio)
-    adv_std = standardise(adv)
-    multiplier = jax.lax.stop_gradient(state.multiplier)
-    if algo == "ppo":
-        return clipped_surrogate(ratio, adv_std, h.clip_eps)
-    if algo == "ppo_lag":
-        return clipped_surrogate(ratio, adv_std - multiplier * standardise(cost_adv), h.clip_eps)
-    if algo == "p3o":
-        reward_loss = clipped_surrogate(ratio, adv_std, h.clip_eps)
-        clipped = jnp.clip(ratio, 1.0 - h.clip_eps, 1.0 + h.clip_eps)
-        cost_surrogate = jnp.mean(jnp.maximum(ratio * cost_adv, clipped * cost_adv))
-        delta = state.last_violation
-        penalty = jax.nn.relu(cost_surrogate + (1.0 - h.discount) * delta) + 0.1 * jax.nn.relu(delta)
-        return reward_loss + multiplier * penalty
-    if algo == "focops":
-        combined = (adv_std - multiplier * cost_adv) / (1.0 + multiplier)
-        kl = jnp.mean((ratio - 1.0) - log_ratio)
-        factor = jnp.where(kl <= h.focops_eta, 1.0, h.focops_eta / (kl + 1e-8))
-        # focops_kl_grad 1: CRAX (the factor is differentiated); 0: the factor is a constant scale
-        factor = h.focops_kl_grad * factor + (1.0 - h.focops_kl_grad) * jax.lax.stop_gradient(factor)
-        return -jnp.mean(ratio * combined) / h.focops_lam * factor
-    raise ValueError(f"unknown algo {algo!r}")
+    loss = registry.get(algo).loss_fn
+    return loss(LossInputs(jnp.exp(log_ratio), log_ratio, standardise(adv), cost_adv,
+                           jax.lax.stop_gradient(state.multiplier), state.last_violation), h)
 
 
 def update_multiplier(algo: str, state: AlgoState, mean_step_cost, h: Hyper, episode_length: int) -> AlgoState:
     """Once per update: move the multiplier/penalty by the per-step violation c - d/T."""
     violation = jnp.asarray(mean_step_cost, jnp.float32) - h.bound / episode_length
-    m = state.multiplier
-    if algo == "ppo":
-        new = m
-    elif algo == "ppo_lag":
-        new = jnp.maximum(0.0, m + h.lagrangian_lr * violation)
-    elif algo == "p3o":
-        new = jnp.where(violation > 0, jnp.minimum(h.kappa_factor * m, h.kappa_max),
-                        jnp.maximum(h.kappa_decay * m, h.kappa_init))
-    elif algo == "focops":
-        new = jnp.clip(m + h.nu_lr * violation, 0.0, h.nu_max)
-    else:
-        raise ValueError(f"unknown algo {algo!r}")
+    update = registry.get(algo).update_fn
+    new = state.multiplier if update is None else update(state.multiplier, violation, h)
     return AlgoState(jnp.asarray(new, jnp.float32), violation)
+
+
+# ---- the algorithms' hooks (named in algos/registry.py) ---------------------------------
+
+def ppo_loss(x: LossInputs, h: Hyper):
+    return clipped_surrogate(x.ratio, x.adv, h.clip_eps)
+
+
+def ppo_lag_loss(x: LossInputs, h: Hyper):
+    return clipped_surrogate(x.ratio, x.adv - x.multiplier * standardise(x.cost_adv), h.clip_eps)
+
+
+def ppo_lag_update(m, violation, h: Hyper):
+    return jnp.maximum(0.0, m + h.lagrangian_lr * violation)
+
+
+def p3o_loss(x: LossInputs, h: Hyper):
+    reward_loss = clipped_surrogate(x.ratio, x.adv, h.clip_eps)
+    clipped = jnp.clip(x.ratio, 1.0 - h.clip_eps, 1.0 + h.clip_eps)
+    cost_surrogate = jnp.mean(jnp.maximum(x.ratio * x.cost_adv, clipped * x.cost_adv))
+    delta = x.last_violation
+    penalty = jax.nn.relu(cost_surrogate + (1.0 - h.discount) * delta) + 0.1 * jax.nn.relu(delta)
+    return reward_loss + x.multiplier * penalty
+
+
+def p3o_update(m, violation, h: Hyper):
+    return jnp.where(violation > 0, jnp.minimum(h.kappa_factor * m, h.kappa_max),
+                     jnp.maximum(h.kappa_decay * m, h.kappa_init))
+
+
+def focops_loss(x: LossInputs, h: Hyper):
+    combined = (x.adv - x.multiplier * x.cost_adv) / (1.0 + x.multiplier)
+    kl = jnp.mean((x.ratio - 1.0) - x.log_ratio)
+    factor = jnp.where(kl <= h.focops_eta, 1.0, h.focops_eta / (kl + 1e-8))
+    # focops_kl_grad 1: CRAX (the factor is differentiated); 0: the factor is a constant scale
+    factor = h.focops_kl_grad * factor + (1.0 - h.focops_kl_grad) * jax.lax.stop_gradient(factor)
+    return -jnp.mean(x.ratio * combined) / h.focops_lam * factor
+
+
+def focops_update(m, violation, h: Hyper):
+    return jnp.clip(m + h.nu_lr * violation, 0.0, h.nu_max)

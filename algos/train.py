@@ -18,6 +18,9 @@ import sys
 import time
 from typing import NamedTuple
 
+from algos.config import ALGOS, PRESETS  # no JAX: XLA_FLAGS can still be set in main
+from algos.registry import get as get_algorithm
+
 EXIT_TEMPFAIL = 75  # EX_TEMPFAIL: interrupted, checkpoint written, restart to continue
 DEFAULT_CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "saferl-eval", "jax")
 
@@ -232,7 +235,8 @@ def _run(config, out_dir, env, stop_after_chunks, preset, quiet, stop, wall_star
         "iteration": iterations, "update": arrays["update"].astype(np.int64),
         "env_steps": (arrays["update"].astype(np.int64) * S + arrays["step"] + 1) * N,
         "wall_time": arrays["wall_time"],
-        "multiplier": (np.full(J, np.nan) if config.algo == "ppo" else arrays["multiplier"].astype(np.float64)),
+        "multiplier": (arrays["multiplier"].astype(np.float64) if get_algorithm(config.algo).has_multiplier
+                       else np.full(J, np.nan)),
         **{m: arrays["metrics"][:, i].astype(np.float64) for i, m in enumerate(METRIC_NAMES)},
         "mean_return": arrays["ret"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
         "mean_cost": arrays["cost"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
@@ -277,10 +281,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m algos.train", description=__doc__.split("\n")[0])
     parser.add_argument("--task", required=True)
     parser.add_argument("--bound", type=float, required=True, help="safety bound d on the episode cost")
-    parser.add_argument("--algo", required=True, choices=("ppo", "ppo_lag", "p3o", "focops"))
+    parser.add_argument("--algo", required=True, choices=ALGOS)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True, help="run folder")
-    parser.add_argument("--preset", default="cpu", choices=("cpu", "paper"))
+    parser.add_argument("--preset", default="cpu", choices=tuple(PRESETS))
     parser.add_argument("--backend", default="builtin", choices=("builtin", "crax"))
     parser.add_argument("--total-steps", type=float, help="env steps over all envs (e.g. 5e8)")
     parser.add_argument("--num-envs", type=int)
