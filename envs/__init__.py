@@ -3,29 +3,58 @@
     env = envs.make("goal", backend="builtin", level=1, episode_length=2000)
     state = env.reset(key); state = env.step(state, action)     # pure, jit/vmap-able
 
-See docs/envs.md for the tasks, their options and every simplification against CRAX.
+`TASK_TABLE` is the one list of tasks: a new task is its module plus an entry there (the
+trainer, the sweep configuration's allowed `tasks`, `envs.render` and the CRAX adapter read
+it). Importing this package imports no JAX; `make` does. See docs/envs.md for the tasks,
+their options and every simplification against CRAX.
 """
 from __future__ import annotations
 
-from envs.base import Env, EnvState
+import dataclasses
+import importlib
 
-TASKS = ("goal", "circle", "push", "button")
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One task: where its built-in implementation lives and what CRAX calls it.
+
+    builtin: "module:Class", a frozen dataclass with `observation_size` and the pure functions
+             init / transition / observe (envs/base.py); its fields are the task's options
+    crax_name: CRAX's environment of the same task (backend="crax"); None if there is none.
+             The built-in observation mirrors CRAX's layout, so the sizes agree.
+    draw: "module:function" drawing the layout for `python -m envs.render`; None draws the path only
+    """
+
+    builtin: str
+    crax_name: str | None = None
+    draw: str | None = None
+
+
+TASK_TABLE: dict[str, Task] = {
+    "goal": Task("envs.goal:GoalTask", "safe_goal_point", "envs.render:draw_goal"),
+    "circle": Task("envs.circle:CircleTask", "safe_circle_point", "envs.render:draw_circle"),
+    "push": Task("envs.push:PushTask", "safe_push_point", "envs.render:draw_push"),
+    "button": Task("envs.button:ButtonTask", "safe_button_point", "envs.render:draw_button"),
+}
+TASKS = tuple(TASK_TABLE)
 BACKENDS = ("builtin", "crax")
 LEVELS = (1,)
 DEFAULT_EPISODE_LENGTH = 2000
 
 
-def _builtin_task(task: str, **task_kwargs):
-    if task == "goal":
-        from envs.goal import GoalTask as cls
-    elif task == "circle":
-        from envs.circle import CircleTask as cls
-    elif task == "push":
-        from envs.push import PushTask as cls
-    else:
-        from envs.button import ButtonTask as cls
-    import dataclasses
+def load(ref: str):
+    """The object a "module:name" reference of the table names."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
 
+
+def task_class(task: str):
+    """The built-in implementation of a task (a frozen dataclass)."""
+    return load(TASK_TABLE[task].builtin)
+
+
+def _builtin_task(task: str, **task_kwargs):
+    cls = task_class(task)
     known = {f.name for f in dataclasses.fields(cls) if f.name != "observation_size"}
     unknown = sorted(set(task_kwargs) - known)
     if unknown:
@@ -35,8 +64,8 @@ def _builtin_task(task: str, **task_kwargs):
     return cls(**task_kwargs)
 
 
-def make(task: str, backend: str = "builtin", level: int = 1, episode_length: int = DEFAULT_EPISODE_LENGTH, **task_kwargs) -> Env:
-    """Build a task. task in TASKS, backend in BACKENDS, level 1 only; options per docs/envs.md."""
+def make(task: str, backend: str = "builtin", level: int = 1, episode_length: int = DEFAULT_EPISODE_LENGTH, **task_kwargs):
+    """Build a task (an `Env`). task in TASKS, backend in BACKENDS, level 1 only; options per docs/envs.md."""
     if task not in TASKS:
         raise ValueError(f"envs.make: unknown task {task!r}; known tasks: {', '.join(TASKS)}")
     if backend not in BACKENDS:
@@ -49,7 +78,18 @@ def make(task: str, backend: str = "builtin", level: int = 1, episode_length: in
         from envs.crax_adapter import make_crax
 
         return make_crax(task, level=level, episode_length=episode_length, **task_kwargs)
+    from envs.base import Env
+
     return Env(task=_builtin_task(task, **task_kwargs), episode_length=episode_length, name=task, backend=backend)
 
 
-__all__ = ["TASKS", "BACKENDS", "LEVELS", "Env", "EnvState", "make"]
+def __getattr__(name: str):
+    # Env and EnvState are imported on first use, so `import envs` stays free of JAX
+    if name in ("Env", "EnvState"):
+        from envs import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module 'envs' has no attribute {name!r}")
+
+
+__all__ = ["TASKS", "TASK_TABLE", "Task", "BACKENDS", "LEVELS", "Env", "EnvState", "make"]

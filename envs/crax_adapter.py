@@ -20,15 +20,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+import envs
 from envs.base import Env
-
-CRAX_NAMES = {
-    "goal": "safe_goal_point",
-    "circle": "safe_circle_point",
-    "push": "safe_push_point",
-    "button": "safe_button_point",
-}
-OBSERVATION_SIZES = {"goal": 62, "circle": 28, "push": 68, "button": 62}
 
 
 def _strong(leaf):
@@ -69,12 +62,17 @@ def make_crax(task: str, level: int = 1, episode_length: int = 2000, **task_kwar
             "envs.make(backend='crax') needs the optional crax extra (PyPI crax-bench): "
             "pip install -e '.[crax]'  (" + str(err) + ")"
         ) from err
-    crax_env = get_environment(CRAX_NAMES[task], level=level, **task_kwargs)
+    crax_name = envs.TASK_TABLE[task].crax_name
+    if crax_name is None:
+        raise ValueError(f"envs.make({task!r}, backend='crax'): this task has no CRAX counterpart")
+    crax_env = get_environment(crax_name, level=level, **task_kwargs)
+    # the built-in task mirrors CRAX's observation layout, so it gives the size without a CRAX reset
+    observation_size = {f.name: f.default for f in dataclasses.fields(envs.task_class(task))}["observation_size"]
     wrapped = CraxTask(
         name=task,
         level=level,
         options=tuple(sorted(task_kwargs.items())),
-        observation_size=OBSERVATION_SIZES[task],
+        observation_size=observation_size,
         crax_env=crax_env,
     )
     return Env(task=wrapped, episode_length=episode_length, name=task, backend="crax")

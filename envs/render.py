@@ -51,43 +51,64 @@ def _unlabelled(style):
 
 
 def draw_layout(ax, task, state, tasks):
-    from envs import button, circle, goal, push
+    """Draw the task's layout with the function its entry in envs.TASK_TABLE names (if any)."""
+    ref = envs.TASK_TABLE[task].draw
+    if ref is not None:
+        envs.load(ref)(ax, state.task, tasks)
 
-    t = state.task
-    if task == "goal":
-        _discs(ax, t.hazards, goal.HAZARD_RADIUS, color="tab:blue", alpha=0.35, label="hazard (cost 2 max(0, 1-d/0.4))")
-        goals = np.concatenate([np.asarray(t.goals), np.asarray(tasks.goals).reshape(-1, 2)])
-        _discs(ax, np.unique(goals.round(5), axis=0), goal.GOAL_RADIUS, color="tab:green", alpha=0.5, label="goals (incl. respawns)")
-        _boxes(ax, goal.WALL_CENTRES, goal.WALL_HALF, color="0.3", label="wall (cost 3 on contact)")
-        lim = 3.1
-    elif task == "circle":
-        angle = np.linspace(0, 2 * np.pi, 200)
-        ax.plot(circle.CIRCLE_RADIUS * np.cos(angle), circle.CIRCLE_RADIUS * np.sin(angle), color="tab:green", label="circle r 1.5")
-        for x in (-circle.BOUNDARY_X, circle.BOUNDARY_X):
-            ax.axvline(x, color="tab:red", ls="--")
-        ax.axvspan(circle.BOUNDARY_X, 10, color="tab:red", alpha=0.08, label="|x| > 1.125: cost 0.1")
-        ax.axvspan(-10, -circle.BOUNDARY_X, color="tab:red", alpha=0.08)
-        lim = 2.5
-    elif task == "push":
-        _boxes(ax, t.squares, push.SQUARE_HALF, color="tab:blue", alpha=0.35, label="hazard square (cost 2 max(0, 1-d/0.3))")
-        _boxes(ax, t.pillars, push.PILLAR_HALF, color="tab:purple", alpha=0.8, label="pillar (cost 3 on contact)")
-        goals = np.unique(np.concatenate([np.asarray(t.goal)[None], np.asarray(tasks.goal)]).round(5), axis=0)
-        _boxes(ax, goals, push.GOAL_HALF, color="tab:green", alpha=0.5, label="goal (incl. respawns)")
-        _boxes(ax, push.WALL_CENTRES, push.WALL_HALF, color="0.3", label="wall (cost 3 on contact)")
-        block_path = np.asarray(tasks.block_xpos)
-        ax.plot(block_path[:, 0], block_path[:, 1], color="tab:orange", lw=1)
-        _boxes(ax, block_path[-1:], push.BLOCK_HALF, color="tab:orange", label="block (final)")
-        lim = 3.7
-    else:
-        active = int(t.active)
-        _discs(ax, t.buttons, button.BUTTON_RADIUS, color="gold", label="buttons (wrong one: cost 1)")
-        _discs(ax, np.asarray(t.buttons)[active : active + 1], button.BUTTON_RADIUS * 1.6, fill=False, color="tab:green", lw=2, label="active button")
-        _boxes(ax, t.cubes, button.CUBE_HALF, color="tab:purple", alpha=0.8, label="cube (cost 3 on contact)")
-        _discs(ax, t.gremlin_centres, button.GREMLIN_TRAVEL, fill=False, color="tab:red", ls=":")
-        _boxes(ax, t.gremlins, button.GREMLIN_HALF, color="tab:red", alpha=0.7, label="gremlin (cost 3 on contact)")
-        ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
-            (-button.EXTENT, -button.EXTENT), 2 * button.EXTENT, 2 * button.EXTENT, fill=False, ls="--", color="0.5"))
-        lim = 2.6
+
+def draw_goal(ax, t, tasks):
+    from envs import goal
+
+    _discs(ax, t.hazards, goal.HAZARD_RADIUS, color="tab:blue", alpha=0.35, label="hazard (cost 2 max(0, 1-d/0.4))")
+    goals = np.concatenate([np.asarray(t.goals), np.asarray(tasks.goals).reshape(-1, 2)])
+    _discs(ax, np.unique(goals.round(5), axis=0), goal.GOAL_RADIUS, color="tab:green", alpha=0.5, label="goals (incl. respawns)")
+    _boxes(ax, goal.WALL_CENTRES, goal.WALL_HALF, color="0.3", label="wall (cost 3 on contact)")
+    _square_view(ax, 3.1)
+
+
+def draw_circle(ax, t, tasks):
+    from envs import circle
+
+    angle = np.linspace(0, 2 * np.pi, 200)
+    ax.plot(circle.CIRCLE_RADIUS * np.cos(angle), circle.CIRCLE_RADIUS * np.sin(angle), color="tab:green", label="circle r 1.5")
+    for x in (-circle.BOUNDARY_X, circle.BOUNDARY_X):
+        ax.axvline(x, color="tab:red", ls="--")
+    ax.axvspan(circle.BOUNDARY_X, 10, color="tab:red", alpha=0.08, label="|x| > 1.125: cost 0.1")
+    ax.axvspan(-10, -circle.BOUNDARY_X, color="tab:red", alpha=0.08)
+    _square_view(ax, 2.5)
+
+
+def draw_push(ax, t, tasks):
+    from envs import push
+
+    _boxes(ax, t.squares, push.SQUARE_HALF, color="tab:blue", alpha=0.35, label="hazard square (cost 2 max(0, 1-d/0.3))")
+    _boxes(ax, t.pillars, push.PILLAR_HALF, color="tab:purple", alpha=0.8, label="pillar (cost 3 on contact)")
+    goals = np.unique(np.concatenate([np.asarray(t.goal)[None], np.asarray(tasks.goal)]).round(5), axis=0)
+    _boxes(ax, goals, push.GOAL_HALF, color="tab:green", alpha=0.5, label="goal (incl. respawns)")
+    _boxes(ax, push.WALL_CENTRES, push.WALL_HALF, color="0.3", label="wall (cost 3 on contact)")
+    block_path = np.asarray(tasks.block_xpos)
+    ax.plot(block_path[:, 0], block_path[:, 1], color="tab:orange", lw=1)
+    _boxes(ax, block_path[-1:], push.BLOCK_HALF, color="tab:orange", label="block (final)")
+    _square_view(ax, 3.7)
+
+
+def draw_button(ax, t, tasks):
+    from matplotlib.patches import Rectangle
+
+    from envs import button
+
+    active = int(t.active)
+    _discs(ax, t.buttons, button.BUTTON_RADIUS, color="gold", label="buttons (wrong one: cost 1)")
+    _discs(ax, np.asarray(t.buttons)[active : active + 1], button.BUTTON_RADIUS * 1.6, fill=False, color="tab:green", lw=2, label="active button")
+    _boxes(ax, t.cubes, button.CUBE_HALF, color="tab:purple", alpha=0.8, label="cube (cost 3 on contact)")
+    _discs(ax, t.gremlin_centres, button.GREMLIN_TRAVEL, fill=False, color="tab:red", ls=":")
+    _boxes(ax, t.gremlins, button.GREMLIN_HALF, color="tab:red", alpha=0.7, label="gremlin (cost 3 on contact)")
+    ax.add_patch(Rectangle((-button.EXTENT, -button.EXTENT), 2 * button.EXTENT, 2 * button.EXTENT, fill=False, ls="--", color="0.5"))
+    _square_view(ax, 2.6)
+
+
+def _square_view(ax, lim):
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
 
