@@ -160,18 +160,18 @@ def hyper_of(config: TrainConfig) -> Hyper:
 # sparse goal reward). `cpu`: the default; small networks and budget so one run takes seconds
 # on one core, and the goal task with Safety-Gym-style distance shaping so that learning shows.
 PRESETS: dict[str, dict] = {
-    "paper": {},
     "cpu": dict(
         num_envs=64, episode_length=250, total_steps=400_000, eval_episodes=100,
         unroll_length=8, batch_size=64, num_minibatches=4, num_epochs=4,
         policy_hidden=(32, 32), critic_hidden=(64, 64), activation="swish",
         chunk_updates=100,
     ),
+    "paper": {},
 }
 # task options a preset switches on, per task (only tasks listed get them)
 PRESET_ENV_KWARGS: dict[str, dict[str, dict]] = {
-    "paper": {},
     "cpu": {"goal": {"reward_distance_scale": 1.0}},
+    "paper": {},
 }
 BUDGET_FIELDS = ("total_steps", "num_envs", "episode_length", "eval_episodes")
 

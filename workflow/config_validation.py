@@ -2,8 +2,12 @@
 
 The user's config (config/config.yaml plus `snakemake --config` overrides) names a preset
 (config/presets/<name>.yaml); its other keys override the preset's, nested mappings merged
-key by key. The merged mapping is checked against workflow/schemas/config.schema.yaml and
-then for what a schema cannot say (tier thresholds in order). Every error names the key.
+key by key. A preset holds only what differs from config/base.yaml, or from the preset it
+names with `extends: NAME`. The merged mapping is checked against
+workflow/schemas/config.schema.yaml, whose lists of allowed tasks, algorithms and trainer
+presets are filled in from the registries (envs.TASK_TABLE, algos/registry.py,
+algos.config.PRESETS), and then for what a schema cannot say (tier thresholds in order).
+Every error names the key.
 
     python -m workflow.config_validation [CONFIG.yaml] [--set key=value ...]
 
@@ -24,6 +28,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 PRESETS_DIR = REPO / "config" / "presets"
+BASE_CONFIG = REPO / "config" / "base.yaml"
 SCHEMA_FILE = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
 DEFAULT_CONFIG = REPO / "config" / "config.yaml"
 
@@ -95,9 +100,31 @@ def check_threshold_order(thresholds: Mapping[str, Mapping[str, float]]) -> None
             loosest[metric] = (tier, limit)
 
 
+def schema() -> dict:
+    """The config schema with the registries' names as the allowed tasks, algos and trainer presets."""
+    import envs
+    from algos.config import ALGOS, PRESETS
+
+    out = _load_yaml(SCHEMA_FILE)
+    props = out["properties"]
+    props["tasks"]["items"]["enum"] = list(envs.TASKS)
+    props["algos"]["items"]["enum"] = list(ALGOS)
+    props["train"]["properties"]["preset"]["enum"] = list(PRESETS)
+    return out
+
+
+def _in_schema_order(cfg: Mapping, node: Mapping) -> dict:
+    """The keys the schema lists in its order, then any others as merged (stable output)."""
+    props = node.get("properties", {})
+    if not isinstance(cfg, Mapping) or not props:
+        return cfg
+    ordered = {k: _in_schema_order(cfg[k], props[k]) for k in props if k in cfg}
+    return {**ordered, **{k: v for k, v in cfg.items() if k not in props}}
+
+
 def validate(cfg: Mapping) -> dict:
     """Check a merged config; returns it with `seeds` expanded to a list."""
-    validator = jsonschema.Draft202012Validator(_load_yaml(SCHEMA_FILE))
+    validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         raise ConfigError(_schema_error_message(errors[0]))
@@ -111,17 +138,41 @@ def validate(cfg: Mapping) -> dict:
     return out
 
 
-def resolve(user_cfg: Mapping, presets_dir: Path = PRESETS_DIR) -> dict:
+def load_preset(name: str, presets_dir: Path = PRESETS_DIR, base_file: Path = BASE_CONFIG) -> dict:
+    """A preset merged onto what it extends: `extends: NAME` (another preset), else the base config."""
+    presets = available_presets(presets_dir)
+    layers, key = [], "preset"
+    while name is not None:
+        if name not in presets:
+            raise ConfigError(f"config key '{key}': {name!r} is not one of {presets} (in {presets_dir})")
+        if name in (n for n, _ in layers):
+            chain = " -> ".join([n for n, _ in layers] + [name])
+            raise ConfigError(f"{presets_dir / (name + '.yaml')}: 'extends' goes round in a circle: {chain}")
+        layer = _load_mapping(presets_dir / f"{name}.yaml")
+        layers.append((name, layer))
+        name, key = layer.get("extends"), f"extends' in '{name}.yaml"
+    merged = _load_mapping(base_file)
+    for _, layer in reversed(layers):
+        merged = deep_merge(merged, {k: v for k, v in layer.items() if k != "extends"})
+    return merged
+
+
+def _load_mapping(path: Path) -> dict:
+    data = _load_yaml(path)
+    if data is None:  # only comments: nothing differs
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path}: expected a mapping of config keys")
+    return dict(data)
+
+
+def resolve(user_cfg: Mapping, presets_dir: Path = PRESETS_DIR, base_file: Path = BASE_CONFIG) -> dict:
     """Merge `user_cfg` onto the preset it names and validate the result."""
     name = user_cfg.get("preset", "default")
-    presets = available_presets(presets_dir)
-    if name not in presets:
-        raise ConfigError(f"config key 'preset': {name!r} is not one of {presets} (in {presets_dir})")
-    preset = _load_yaml(presets_dir / f"{name}.yaml")
-    if not isinstance(preset, Mapping):
-        raise ConfigError(f"{presets_dir / (name + '.yaml')}: expected a mapping of config keys")
+    preset = load_preset(name, presets_dir, base_file)
     overrides = {k: v for k, v in user_cfg.items() if k != "preset"}
-    return validate({**deep_merge(preset, overrides), "preset": name})
+    merged = _in_schema_order(deep_merge(preset, overrides), _load_yaml(SCHEMA_FILE))
+    return validate({**merged, "preset": name})
 
 
 def parse_overrides(items: list[str], flag: str = "--set") -> dict:
