@@ -1,4 +1,4 @@
-"""Writing a run's folder (DESIGN.md section 2): episodes.parquet, trace.parquet, run.json.
+"""Writing a run's folder: episodes.parquet, trace.parquet, run.json.
 
 Each file is written to a temporary name in the run folder and renamed into place; run.json
 goes last, so its presence marks a complete run.
@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from metrics.atomic import atomic_path
+from metrics.atomic import atomic_write as _atomic
 
 EPISODE_SCHEMA = pa.schema([
     ("task", pa.string()), ("bound", pa.float64()), ("algo", pa.string()), ("seed", pa.int64()),
@@ -21,11 +21,6 @@ EPISODE_SCHEMA = pa.schema([
 ])
 TRACE_COLUMNS = ("iteration", "update", "env_steps", "wall_time", "multiplier", "policy_loss", "value_loss",
                  "cost_value_loss", "entropy", "approx_kl", "mean_return", "mean_cost")
-
-
-def _atomic(path: str, write) -> None:
-    with atomic_path(path) as tmp:
-        write(tmp)
 
 
 def write_parquet(path: str, table: pa.Table) -> None:

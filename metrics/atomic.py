@@ -1,7 +1,8 @@
 """Atomic outputs: a file appears complete or not at all; a folder receives all its files or none.
 
 The one implementation of atomic writes in the project: algos, the workflow and the products
-use it too (this package imports no jax, so it is cheap to import anywhere).
+use it too. metrics is the base install every other part depends on, and this module
+imports nothing outside the standard library, so it is cheap to import anywhere.
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ def atomic_path(path):
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def atomic_write(path, write) -> None:
+    """Call ``write(tmp)`` to fill a temporary file beside ``path``, then move it into place."""
+    with atomic_path(path) as tmp:
+        write(tmp)
+
+
+def write_text(path, text: str) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def _umask() -> int:

@@ -313,7 +313,7 @@ def test_only_the_first_run_of_a_program_compiles_while_the_next_waits(tmp_path)
 
 
 def test_workflow_outputs_are_written_whole_with_the_usual_mode(tmp_path):
-    from workflow.atomic import write_text
+    from metrics.atomic import write_text
 
     write_text(tmp_path / "sub" / "out.txt", "hello")
     assert (tmp_path / "sub" / "out.txt").read_text() == "hello"

@@ -19,7 +19,7 @@ from typing import Iterable, Mapping
 import pandas as pd
 import yaml
 
-from workflow.atomic import write_text
+from metrics.atomic import write_text
 
 STYLE = """
 body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }

@@ -26,7 +26,7 @@ import socket
 import sys
 import time
 
-from workflow.atomic import write_text
+from metrics.atomic import write_text
 
 FAIL_RUNS_ENV = "SAFERL_FAIL_RUNS"
 JOB_MARKER = "job.json"  # read by workflow.status to tell a running job from a dead one

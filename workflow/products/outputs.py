@@ -11,19 +11,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from metrics.atomic import atomic_path
-
-
-def _atomic(path: str | os.PathLike, write) -> None:
-    with atomic_path(path) as tmp:
-        write(tmp)
-
-
-def write_text(path, text: str) -> None:
-    def write(tmp):
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-    _atomic(path, write)
+from metrics.atomic import atomic_write as _atomic
+from metrics.atomic import write_text  # noqa: F401  (products write text through this module)
 
 
 def save_figure(fig, paths, dpi: int = 150) -> None:

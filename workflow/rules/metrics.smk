@@ -45,9 +45,11 @@ rule write_thresholds:
     params:
         thresholds=CFG["thresholds"],
     run:
-        from workflow.atomic import write_yaml
+        import yaml
 
-        write_yaml(output[0], dict(params.thresholds))
+        from metrics.atomic import write_text
+
+        write_text(output[0], yaml.safe_dump(dict(params.thresholds), sort_keys=False))
 
 
 rule tiers:
