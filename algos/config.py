@@ -155,15 +155,15 @@ def hyper_of(config: TrainConfig) -> Hyper:
     return Hyper(*(jnp.float32(getattr(config, f)) for f in HYPER_FIELDS))
 
 
-# ---- presets ---------------------------------------------------------------------------
-# `paper`: TrainConfig's defaults (CRAX's networks and schedule, the paper's budget, CRAX's
-# sparse goal reward). `cpu`: the default; small networks and budget so one run takes seconds
-# on one core, and the goal task with Safety-Gym-style distance shaping so that learning shows.
+# ---- presets: what differs from TrainConfig's defaults -----------------------------------
+# `paper`: the defaults (CRAX's networks and schedule, the paper's budget, CRAX's sparse goal
+# reward). `cpu`: the default; small networks and budget so one run takes seconds on one core,
+# and the goal task with Safety-Gym-style distance shaping so that learning shows.
 PRESETS: dict[str, dict] = {
     "cpu": dict(
-        num_envs=64, episode_length=250, total_steps=400_000, eval_episodes=100,
-        unroll_length=8, batch_size=64, num_minibatches=4, num_epochs=4,
-        policy_hidden=(32, 32), critic_hidden=(64, 64), activation="swish",
+        num_envs=64, episode_length=250, total_steps=400_000,
+        batch_size=64, num_minibatches=4, num_epochs=4,
+        policy_hidden=(32, 32), critic_hidden=(64, 64),
         chunk_updates=100,
     ),
     "paper": {},
@@ -173,12 +173,6 @@ PRESET_ENV_KWARGS: dict[str, dict[str, dict]] = {
     "cpu": {"goal": {"reward_distance_scale": 1.0}},
     "paper": {},
 }
-BUDGET_FIELDS = ("total_steps", "num_envs", "episode_length", "eval_episodes")
-
-
-def preset_values(preset: str) -> dict:
-    """Every TrainConfig field's value under a preset (before per-run overrides)."""
-    return {**{f.name: f.default for f in dataclasses.fields(TrainConfig)}, **PRESETS[preset]}
 
 
 def _parse_value(field: dataclasses.Field, text: str):

@@ -38,11 +38,3 @@ def bin_index(kappa_values):
     k += x > padded[k + 1]  # guess too low
     k -= (k > 0) & (x <= padded[k])  # guess too high (x <= KAPPA[k - 1])
     return k
-
-
-def cdf_from_counts(counts):
-    """F at every grid point from bin counts (..., N_BINS): cumulative share up to each point."""
-    counts = np.asarray(counts, dtype=np.float64)
-    total = counts.sum(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.cumsum(counts[..., :-1], axis=-1) / total

@@ -7,7 +7,6 @@ METRICS = ("R", "C", "V", "Dnorm", "Dnorm_plus")
 RUN_KEYS = ("task", "bound", "algo", "seed")
 EPISODE_KEYS = RUN_KEYS + ("phase", "iteration", "episode")
 REQUIRED_COLUMNS = EPISODE_KEYS + ("return", "cost")
-OPTIONAL_COLUMNS = ("length",)
 
 STRING_COLUMNS = ("task", "algo", "phase")
 INTEGER_COLUMNS = ("seed", "iteration", "episode")
