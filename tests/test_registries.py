@@ -1,0 +1,160 @@
+"""The algorithm and task tables are the one place names come from: the trainer's fields and
+CLI, the sweep configuration's allowed values and the CRAX adapter derive from them; presets
+hold only what differs from config/base.yaml."""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import envs
+from algos import registry
+from algos.config import ALGOS, HYPER_FIELDS, PRESETS, TrainConfig, make_config
+from workflow import config_validation as cv
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# ---- algorithms ---------------------------------------------------------------------------
+
+def test_algos_and_their_hooks_come_from_the_table():
+    assert ALGOS == tuple(registry.ALGORITHMS) == ("ppo", "ppo_lag", "p3o", "focops")
+    for name, algo in registry.ALGORITHMS.items():
+        assert callable(algo.loss_fn), name
+        assert algo.update is None or callable(algo.update_fn), name
+        assert algo.has_multiplier == (algo.multiplier_init is not None)
+    assert not registry.get("ppo").has_multiplier and registry.get("ppo").update_fn is None
+    with pytest.raises(ValueError, match="unknown algo 'trpo'; known: ppo, ppo_lag, p3o, focops"):
+        registry.get("trpo")
+
+
+def test_each_algorithm_scalar_is_a_config_field_a_runtime_value_and_a_set_key():
+    fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    for algo in registry.ALGORITHMS.values():
+        for scalar, default in algo.scalars.items():
+            assert fields[scalar] == default and scalar in HYPER_FIELDS
+    assert HYPER_FIELDS[:7] == ("bound", "learning_rate", "entropy_cost", "discount", "gae_lambda", "clip_eps",
+                                "reward_scaling")
+    assert len(HYPER_FIELDS) == 7 + sum(len(a.scalars) for a in registry.ALGORITHMS.values())
+    assert make_config("cpu", {"algo": "p3o"}, ["kappa_max=7"]).kappa_max == 7.0
+
+
+def test_cost_critic_follows_the_table():
+    for name, algo in registry.ALGORITHMS.items():
+        assert make_config("cpu", {"algo": name}).uses_cost_critic == algo.uses_cost_critic
+
+
+def test_scalar_names_must_be_unique_and_the_multiplier_one_of_them(monkeypatch):
+    table = dict(registry.ALGORITHMS)
+    table["twin"] = registry.Algorithm("Twin", True, "algos.hooks:ppo_lag_loss", scalars={"kappa_max": 1.0})
+    monkeypatch.setattr(registry, "ALGORITHMS", table)
+    with pytest.raises(ValueError, match="scalar 'kappa_max' of 'twin' is already another algorithm's"):
+        registry.algorithm_scalars()
+    table["twin"] = registry.Algorithm("Twin", True, "algos.hooks:ppo_lag_loss", multiplier_init="w", scalars={})
+    with pytest.raises(ValueError, match="'twin' multiplier_init 'w' is not one of its scalars"):
+        registry.algorithm_scalars()
+
+
+def test_trainer_cli_choices_are_the_tables():
+    from algos.train import parse_args
+
+    base = ["--task", "circle", "--bound", "25", "--seed", "0", "--out", "x"]
+    for algo in ALGOS:
+        assert parse_args([*base, "--algo", algo]).algo == algo
+    for preset in PRESETS:
+        assert parse_args([*base, "--algo", "ppo", "--preset", preset]).preset == preset
+    with pytest.raises(SystemExit):
+        parse_args([*base, "--algo", "trpo"])
+
+
+# ---- tasks --------------------------------------------------------------------------------
+
+def test_tasks_come_from_the_table():
+    assert envs.TASKS == tuple(envs.TASK_TABLE) == ("goal", "circle", "push", "button")
+    for name, task in envs.TASK_TABLE.items():
+        cls = envs.task_class(name)
+        assert dataclasses.is_dataclass(cls) and "observation_size" in {f.name for f in dataclasses.fields(cls)}
+        assert task.crax_name == f"safe_{name}_point"
+        assert callable(envs.load(task.draw))
+    with pytest.raises(ValueError, match="unknown task 'maze'; known tasks: goal, circle, push, button"):
+        envs.make("maze")
+
+
+def test_the_tables_and_the_configuration_import_no_jax():
+    code = ("import sys, envs, algos.registry, algos.config, workflow.config_validation as cv; "
+            "cv.resolve({}); print(sorted(m for m in ('jax', 'optax') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+# ---- the sweep configuration --------------------------------------------------------------
+
+def test_schema_file_lists_no_names_and_validation_fills_them_from_the_tables():
+    raw = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    assert "enum" not in raw["properties"]["tasks"]["items"]
+    assert "enum" not in raw["properties"]["algos"]["items"]
+    assert "enum" not in raw["properties"]["train"]["properties"]["preset"]
+    filled = cv.schema()["properties"]
+    assert filled["tasks"]["items"]["enum"] == list(envs.TASKS)
+    assert filled["algos"]["items"]["enum"] == list(ALGOS)
+    assert filled["train"]["properties"]["preset"]["enum"] == list(PRESETS)
+    with pytest.raises(cv.ConfigError, match=r"'algos\[0\]': 'trpo' is not one of \['ppo', 'ppo_lag', 'p3o', 'focops'\]"):
+        cv.resolve({"algos": ["trpo"]})
+
+
+def test_presets_hold_only_what_differs_from_what_they_extend():
+    base = yaml.safe_load((REPO / "config" / "base.yaml").read_text())
+    for path in (REPO / "config" / "presets").glob("*.yaml"):
+        preset = yaml.safe_load(path.read_text()) or {}
+        parent = cv.load_preset(preset["extends"]) if "extends" in preset else base
+        assert "thresholds" not in preset, f"{path.name} restates the thresholds"
+        for key, value in preset.items():
+            if isinstance(value, dict):
+                for sub, v in value.items():
+                    assert parent[key].get(sub) != v, f"{path.name}: {key}.{sub} equals what it extends"
+            else:
+                assert parent.get(key) != value, f"{path.name}: {key} equals what it extends"
+    assert cv.resolve({})["thresholds"] == base["thresholds"]
+    assert cv.resolve({"preset": "default"}) == cv.validate({**base, "preset": "default"})
+
+
+def test_paper_builtin_is_paper_on_the_builtin_backend():
+    paper, builtin = cv.resolve({"preset": "paper"}), cv.resolve({"preset": "paper-builtin"})
+    assert (paper["backend"], builtin["backend"]) == ("crax", "builtin")
+    assert {**paper, "backend": "builtin", "preset": "paper-builtin"} == builtin
+
+
+def test_the_sweeps_paper_budget_is_the_trainers_paper_preset():
+    train = cv.resolve({"preset": "paper"})["train"]
+    trainer = make_config(train["preset"])
+    for key in ("total_steps", "num_envs", "episode_length", "eval_episodes"):
+        assert train[key] == getattr(trainer, key), key
+
+
+def _presets(tmp_path, files: dict) -> Path:
+    folder = tmp_path / "presets"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / f"{name}.yaml").write_text(text)
+    return folder
+
+
+def test_extends_chains_are_followed_and_errors_name_the_file(tmp_path):
+    base = REPO / "config" / "base.yaml"
+    folder = _presets(tmp_path, {"a": "seeds: 3\n", "b": "extends: a\nbounds: [7]\n", "c": "# nothing differs\n",
+                                 "loop1": "extends: loop2\n", "loop2": "extends: loop1\n", "lost": "extends: nowhere\n",
+                                 "list": "- 1\n"})
+    cfg = cv.resolve({"preset": "b"}, folder, base)
+    assert (cfg["seeds"], cfg["bounds"], cfg["tasks"]) == ([0, 1, 2], [7], ["goal", "circle", "push", "button"])
+    assert cv.resolve({"preset": "c"}, folder, base)["seeds"] == [0, 1]
+    with pytest.raises(cv.ConfigError, match="'extends' goes round in a circle: loop1 -> loop2 -> loop1"):
+        cv.resolve({"preset": "loop1"}, folder, base)
+    with pytest.raises(cv.ConfigError, match="'extends' in 'lost.yaml': 'nowhere' is not one of"):
+        cv.resolve({"preset": "lost"}, folder, base)
+    with pytest.raises(cv.ConfigError, match="list.yaml: expected a mapping of config keys"):
+        cv.resolve({"preset": "list"}, folder, base)
