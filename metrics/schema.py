@@ -14,7 +14,7 @@ FLOAT_COLUMNS = ("bound", "return", "cost")
 
 
 class EpisodeTableError(ValueError):
-    """An episode table (or a summary made from one) breaks the contract of DESIGN.md section 1."""
+    """An episode table (or a summary made from one) breaks the episode-table contract (docs/metrics.md)."""
 
 
 class ThresholdError(ValueError):

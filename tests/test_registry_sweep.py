@@ -1,0 +1,86 @@
+"""Adding an algorithm is one table entry plus its hook functions: in a copy of the repository
+a toy algorithm is added exactly so (algos/registry.py and algos/hooks.py, nothing else) and
+a tiny sweep trains it and computes its metrics up to tiers.csv."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+# A penalty method whose weight grows only while the cost is above the bound and never shrinks.
+TOY_ENTRY = '''    "ratchet": Algorithm(
+        label="Ratchet", uses_cost_critic=True,
+        loss="algos.hooks:ratchet_loss", update="algos.hooks:ratchet_update",
+        multiplier_init="ratchet_init", scalars={"ratchet_init": 0.25, "ratchet_rate": 2.0}),
+'''
+TOY_HOOKS = '''
+
+def ratchet_loss(x: LossInputs, h: Hyper):
+    return clipped_surrogate(x.ratio, x.adv - x.multiplier * standardise(x.cost_adv), h.clip_eps)
+
+
+def ratchet_update(m, violation, h: Hyper):
+    return m + h.ratchet_rate * jnp.maximum(violation, 0.0)
+'''
+
+
+def add_toy_algorithm(repo: Path) -> None:
+    registry = repo / "algos" / "registry.py"
+    text = registry.read_text()
+    anchor = "ALGORITHMS: dict[str, Algorithm] = {\n"
+    assert anchor in text
+    registry.write_text(text.replace(anchor, anchor + TOY_ENTRY))
+    hooks = repo / "algos" / "hooks.py"
+    hooks.write_text(hooks.read_text() + TOY_HOOKS)
+
+
+@pytest.fixture(scope="module")
+def toy_sweep(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("toy_algo")
+    repo = root / "repo"
+    shutil.copytree(REPO, repo, ignore=shutil.ignore_patterns(
+        ".git", ".jax_cache", ".snakemake", ".pytest_cache", "results", "__pycache__", ".venv"))
+    add_toy_algorithm(repo)
+    work = root / "work"
+    work.mkdir()
+    (work / "toy.yaml").write_text("preset: tiny\nalgos: [ratchet]\n")
+    env = {**os.environ, "PYTHONPATH": str(repo)}  # the copy's packages, in the controller and the jobs
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"),
+                           "--workflow-profile", str(repo / "cluster_profiles" / "local"),
+                           "metrics", "--configfile", "toy.yaml"],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return work
+
+
+def test_a_toy_algorithm_added_through_the_registry_trains_and_is_evaluated(toy_sweep):
+    runs = sorted((toy_sweep / "results" / "runs" / "circle").glob("d*/ratchet/seed*"))
+    assert [r.relative_to(toy_sweep / "results" / "runs").as_posix() for r in runs] == [
+        "circle/d15/ratchet/seed0", "circle/d15/ratchet/seed1", "circle/d25/ratchet/seed0", "circle/d25/ratchet/seed1"]
+    for run in runs:
+        trace = pd.read_parquet(run / "trace.parquet")
+        m = trace["multiplier"].to_numpy()
+        # starts at its scalar's default, only ever grows (the toy's rule), and was trained with
+        # a cost critic (the table says so)
+        assert m[0] == np.float32(0.25) and np.all(np.diff(m) >= 0)
+        assert np.isfinite(trace["cost_value_loss"].iloc[-1])  # NaN only before the first update
+        episodes = pd.read_parquet(run / "episodes.parquet")
+        assert set(episodes["algo"]) == {"ratchet"}
+        assert set(episodes["phase"]) == {"train", "final_explore", "final_greedy"}
+        config = json.loads((run / "run.json").read_text())["config"]
+        assert (config["algo"], config["ratchet_init"], config["ratchet_rate"]) == ("ratchet", 0.25, 2.0)
+    tiers = pd.read_csv(toy_sweep / "results" / "metrics" / "tiers.csv")
+    assert set(tiers["algo"]) == {"ratchet"} and set(tiers["phase"]) == {"train", "final_explore", "final_greedy"}
+    iqm = pd.read_csv(toy_sweep / "results" / "metrics" / "iqm.csv")
+    assert set(iqm["algo"]) == {"ratchet"}
