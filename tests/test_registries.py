@@ -129,11 +129,22 @@ def test_paper_builtin_is_paper_on_the_builtin_backend():
     assert {**paper, "backend": "builtin", "preset": "paper-builtin"} == builtin
 
 
-def test_the_sweeps_paper_budget_is_the_trainers_paper_preset():
+def test_the_sweeps_paper_budget_is_the_trainers_paper_preset_stated_once():
     train = cv.resolve({"preset": "paper"})["train"]
     trainer = make_config(train["preset"])
     for key in ("total_steps", "num_envs", "episode_length", "eval_episodes"):
         assert train[key] == getattr(trainer, key), key
+        assert yaml.safe_load((REPO / "config" / "presets" / "paper.yaml").read_text())["train"][key] == "from_trainer"
+    assert (train["total_steps"], train["num_envs"]) == (500_000_000, 2048)
+
+
+def test_from_trainer_takes_the_trainer_presets_value_and_only_for_the_budget():
+    cfg = cv.resolve({"preset": "tiny", "train": {"eval_episodes": "from_trainer", "episode_length": "from_trainer"}})
+    assert (cfg["train"]["eval_episodes"], cfg["train"]["episode_length"], cfg["train"]["num_envs"]) == (100, 250, 4)
+    with pytest.raises(cv.ConfigError, match="'train.threads': from_trainer is allowed only for total_steps"):
+        cv.resolve({"preset": "tiny", "train": {"threads": "from_trainer"}})
+    with pytest.raises(cv.ConfigError, match=r"'train.preset': 'gpu' is not one of \['cpu', 'paper'\]"):
+        cv.resolve({"preset": "paper", "train": {"preset": "gpu"}})
 
 
 def _presets(tmp_path, files: dict) -> Path:

@@ -3,7 +3,9 @@
 The user's config (config/config.yaml plus `snakemake --config` overrides) names a preset
 (config/presets/<name>.yaml); its other keys override the preset's, nested mappings merged
 key by key. A preset holds only what differs from config/base.yaml, or from the preset it
-names with `extends: NAME`. The merged mapping is checked against
+names with `extends: NAME`; `train.total_steps: from_trainer` (likewise num_envs,
+episode_length, eval_episodes) takes the value of the trainer preset (algos.config), so the
+budget is stated once. The merged mapping is checked against
 workflow/schemas/config.schema.yaml, whose lists of allowed tasks, algorithms and trainer
 presets are filled in from the registries (envs.TASK_TABLE, algos/registry.py,
 algos.config.PRESETS), and then for what a schema cannot say (tier thresholds in order).
@@ -166,13 +168,38 @@ def _load_mapping(path: Path) -> dict:
     return dict(data)
 
 
+FROM_TRAINER = "from_trainer"
+TRAINER_BUDGET = ("total_steps", "num_envs", "episode_length", "eval_episodes")
+
+
+def fill_from_trainer(cfg: Mapping) -> dict:
+    """`train.KEY: from_trainer` becomes the trainer preset's value (algos.config), so a sweep
+    preset can list the budget (a Snakemake param, shown in the report) without restating it."""
+    train = cfg.get("train")
+    if not isinstance(train, Mapping) or FROM_TRAINER not in train.values():
+        return dict(cfg)
+    from algos.config import PRESETS, make_config
+
+    if train.get("preset") not in PRESETS:
+        raise ConfigError(f"config key 'train.preset': {train.get('preset')!r} is not one of {list(PRESETS)}")
+    trainer = make_config(train["preset"])
+    filled = dict(train)
+    for key, value in train.items():
+        if value == FROM_TRAINER:
+            if key not in TRAINER_BUDGET:
+                raise ConfigError(f"config key 'train.{key}': {FROM_TRAINER} is allowed only for "
+                                  f"{', '.join(TRAINER_BUDGET)}")
+            filled[key] = getattr(trainer, key)
+    return {**cfg, "train": filled}
+
+
 def resolve(user_cfg: Mapping, presets_dir: Path = PRESETS_DIR, base_file: Path = BASE_CONFIG) -> dict:
     """Merge `user_cfg` onto the preset it names and validate the result."""
     name = user_cfg.get("preset", "default")
     preset = load_preset(name, presets_dir, base_file)
     overrides = {k: v for k, v in user_cfg.items() if k != "preset"}
     merged = _in_schema_order(deep_merge(preset, overrides), _load_yaml(SCHEMA_FILE))
-    return validate({**merged, "preset": name})
+    return validate({**fill_from_trainer(merged), "preset": name})
 
 
 def parse_overrides(items: list[str], flag: str = "--set") -> dict:
