@@ -18,6 +18,8 @@ import jax.numpy as jnp
 
 ALGOS = ("ppo", "ppo_lag", "p3o", "focops")
 ACTIVATIONS = ("swish", "tanh", "relu", "elu")
+# A run's identity: its folder is named after these, so only the named options may set them.
+IDENTITY_FIELDS = ("task", "bound", "algo", "seed", "backend")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,6 +254,9 @@ def make_config(preset: str = "cpu", overrides: dict | None = None,
         if key.startswith("env."):
             env_kwargs[key[4:]] = _parse_env_value(text)
             continue
+        if key in IDENTITY_FIELDS:
+            raise ValueError(f"--set {key}={text}: {key} is part of the run's identity (its folder is named "
+                             f"after it); give it with --{key}, not --set")
         if key not in fields or key == "env_kwargs":
             raise ValueError(f"--set {key}: unknown config field; known: {sorted(fields)}")
         values[key] = _parse_value(fields[key], text.strip())
