@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 
@@ -78,10 +79,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_out(args) -> str | None:
+    """Why --out cannot be written, or None: a folder for every stage but summarise (a file)."""
+    out = getattr(args, "out", None)
+    if out is None or not os.path.exists(out):
+        return None
+    if args.command == "summarise" and os.path.isdir(out):
+        return f"--out {out} is a folder; give the summary file to write"
+    if args.command != "summarise" and not os.path.isdir(out):
+        return f"--out {out} is a file, not a folder"
+    return None
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "reps", 1) < 1 or getattr(args, "seed", 0) < 0:
         print("error: --reps must be >= 1 and --seed >= 0", file=sys.stderr)
+        return 2
+    problem = _check_out(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     with warnings.catch_warnings():
         warnings.simplefilter("always", MetricsWarning)
@@ -90,6 +107,17 @@ def main(argv=None) -> int:
         try:
             args.func(args)
         except (EpisodeTableError, ThresholdError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        except (MemoryError, ValueError) as err:
+            if not isinstance(err, MemoryError) and "dimension" not in str(err):
+                raise
+            reps = getattr(args, "reps", None)
+            print(f"error: out of memory ({str(err).splitlines()[0]})"
+                  + (f"; --reps {reps} is too many bootstrap replicates for this machine, use fewer"
+                     if reps is not None else ""), file=sys.stderr)
+            return 2
+        except OSError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
     return 0
