@@ -24,7 +24,7 @@ IDENTITY_FIELDS = ("task", "bound", "algo", "seed", "backend")
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """One training run. Defaults are CRAX's / PAPER.md's; presets override the budget and sizes."""
+    """One training run. Defaults are CRAX's and the paper's; presets override the budget and sizes."""
 
     # what to train
     task: str = "goal"
@@ -56,7 +56,7 @@ class TrainConfig:
     gae_lambda: float = 0.95
     clip_eps: float = 0.3
     reward_scaling: float = 0.1
-    # algorithm scalars (runtime values), PAPER.md's settings
+    # algorithm scalars (runtime values), the paper's settings
     lagrangian_lr: float = 3.0
     lagrangian_init: float = 0.0
     kappa_init: float = 0.01
@@ -175,9 +175,9 @@ def hyper_of(config: TrainConfig) -> Hyper:
 
 
 # ---- presets ---------------------------------------------------------------------------
-# `paper`: CRAX's networks and schedule and PAPER.md's budget, CRAX's sparse goal reward.
+# `paper`: CRAX's networks and schedule and the paper's budget, CRAX's sparse goal reward.
 # `cpu`: the default; small networks and budget so one run takes seconds on one core, and the
-# goal task with Safety-Gym-style distance shaping so that learning shows (DESIGN.md section 6).
+# goal task with Safety-Gym-style distance shaping so that learning shows (docs/envs.md).
 PRESETS: dict[str, dict] = {
     "paper": dict(
         num_envs=2048, episode_length=2000, total_steps=500_000_000, eval_episodes=100,

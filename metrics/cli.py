@@ -43,7 +43,7 @@ def _bootstrap_options(p):
         "--estimator",
         choices=ESTIMATORS,
         default="stratified",
-        help="stratified: IQM over (task, bound) of seed means (PAPER.md); pooled: rliable's IQM over all runs",
+        help="stratified: IQM over (task, bound) of seed means (the paper's estimator); pooled: rliable's IQM over all runs",
     )
 
 
@@ -65,14 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tiers", help="stage 3: tiers.csv and conditions.csv from stage 2's folder")
     p.add_argument("dir", help="folder written by `aggregate`")
-    p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: PAPER.md Table 1)")
+    p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: the paper's Table 1)")
     p.add_argument("--out", default=None, help="folder to write into (default: DIR)")
     p.set_defaults(func=_tiers)
 
     p = sub.add_parser("evaluate", help="all three stages: episode files -> every output in one folder")
     p.add_argument("episodes", nargs="+", help="episode tables (.parquet, .csv)")
     p.add_argument("--out", required=True, help="folder to write into")
-    p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: PAPER.md Table 1)")
+    p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: the paper's Table 1)")
     p.add_argument("--jobs", type=int, default=1, help="processes reading episode files (default 1)")
     _bootstrap_options(p)
     p.set_defaults(func=_evaluate)

@@ -1,4 +1,4 @@
-"""Read and validate episode tables (DESIGN.md section 1) from Parquet or CSV files.
+"""Read and validate episode tables (docs/metrics.md) from Parquet or CSV files.
 
 The tables can be large (a paper-size run holds ~250k episodes), so columns are kept as
 numpy arrays and string columns as dictionary codes; pandas is used only for the small
