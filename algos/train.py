@@ -1,9 +1,13 @@
 """Entry point: `python -m algos.train --task goal --bound 25 --algo ppo_lag --seed 0 --out DIR`.
 
 Trains in jitted chunks of updates, checkpoints between chunks (every `checkpoint_every_s`
-seconds of wall time, and on SIGTERM / SIGUSR2, after which it exits with status 75), resumes
-from DIR/checkpoint/ when restarted with the same arguments, then evaluates the final policy
-on fresh layouts with exploration noise and greedily, and writes the run folder.
+seconds of wall time, and on SIGTERM / SIGUSR2 or before `--stop-at`, after which it exits
+with status 75), resumes from DIR/checkpoint/ when restarted with the same arguments (from the
+previous checkpoint generation when the newest is corrupt), then evaluates the final policy
+on fresh layouts with exploration noise and greedily, and writes the run folder
+(algos.runfolder: the tables, then run.json). A folder that is already complete is left
+alone; a half-written one is trained again. An error that a retry would meet again is
+recorded in DIR/failure.json for workflow.train_job.
 Progress goes to stderr. See docs/algos.md.
 """
 from __future__ import annotations
