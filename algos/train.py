@@ -207,8 +207,8 @@ def _start_or_resume(config, compiled, ckpt_dir, name, say) -> _Progress:
         return _Progress(state, _HostLog(config.num_envs, len(METRIC_NAMES)), 0.0, 0, None)
     state, arrays, meta = checkpoint.load(ckpt_dir, compiled.template, checkpoint.identity_of(config),
                                           warn=lambda text: say(f"[{name}] warning: {text}"))
-    say(f"[{name}] resumed from {ckpt_dir} (generation {meta['generation']}) at update "
-        f"{int(state.update)}/{config.num_updates}")
+    say(f"[{name}] resumed from {ckpt_dir} at update {int(state.update)}/{config.num_updates} "
+        f"(checkpoint generation {meta['generation']})")
     host = _HostLog(config.num_envs, len(METRIC_NAMES), {k: arrays[k] for k in HOST_FIELDS})
     return _Progress(jax.device_put(state), host, float(meta["train_s"]), int(meta["restarts"]) + 1, meta["arrays"])
 
