@@ -39,8 +39,8 @@ workflow.localrules(*[r.name for r in workflow.rules
 rule all:
     default_target: True
     input:
-        all_runs("run.json"),
-        all_runs("summary.parquet"),
+        [path for name in RUN_FILES for path in all_runs(name)],
+        all_runs(runfolder.SUMMARY),
         AGGREGATE_FILES.values(),
         TIER_FILES.values(),
         PRODUCT_TARGETS,

@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 from algos.registry import ALGOS, algorithm_scalars, get as get_algorithm
 
 ACTIVATIONS = ("swish", "tanh", "relu", "elu")
+# A run's identity: its folder is named after these, so only the named options may set them.
+IDENTITY_FIELDS = ("task", "bound", "algo", "seed", "backend")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,10 +157,10 @@ def hyper_of(config: TrainConfig) -> Hyper:
     return Hyper(*(jnp.float32(getattr(config, f)) for f in HYPER_FIELDS))
 
 
-# ---- presets: what differs from TrainConfig's defaults -----------------------------------
-# `paper`: the defaults (CRAX's networks and schedule, the paper's budget, CRAX's sparse goal
-# reward). `cpu`: the default; small networks and budget so one run takes seconds on one core,
-# and the goal task with Safety-Gym-style distance shaping so that learning shows.
+# ---- presets ---------------------------------------------------------------------------
+# `paper`: CRAX's networks and schedule and the paper's budget, CRAX's sparse goal reward.
+# `cpu`: the default; small networks and budget so one run takes seconds on one core, and the
+# goal task with Safety-Gym-style distance shaping so that learning shows (docs/envs.md).
 PRESETS: dict[str, dict] = {
     "cpu": dict(
         num_envs=64, episode_length=250, total_steps=400_000,
@@ -230,6 +232,9 @@ def make_config(preset: str = "cpu", overrides: dict | None = None,
         if key.startswith("env."):
             env_kwargs[key[4:]] = _parse_env_value(text)
             continue
+        if key in IDENTITY_FIELDS:
+            raise ValueError(f"--set {key}={text}: {key} is part of the run's identity (its folder is named "
+                             f"after it); give it with --{key}, not --set")
         if key not in fields or key == "env_kwargs":
             raise ValueError(f"--set {key}: unknown config field; known: {sorted(fields)}")
         values[key] = _parse_value(fields[key], text.strip())

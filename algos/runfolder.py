@@ -1,11 +1,27 @@
-"""Writing a run's folder: episodes.parquet, trace.parquet, run.json.
+"""The run folder: its contract (paths, bound labels, file names, markers) and its writers.
 
-Each file is written to a temporary name in the run folder and renamed into place; run.json
-goes last, so its presence marks a complete run.
+This module is the one place that says what a run folder is. The trainer (algos.train), the
+sweep's rule files (workflow/rules/common.smk), the job wrapper (workflow.train_job), the
+status report (workflow.status) and the products import these names; it imports nothing from
+`workflow`, so the trainer can use it alone.
+
+A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` holds
+- `episodes.parquet`, `trace.parquet`: written by the trainer, each atomically;
+- `run.json`: written last; it records the run's config, the row counts of the two tables
+  and the code version, so "complete" means every file is present *and* agrees with it
+  (`incomplete_reason`);
+- `summary.parquet`: stage 1 of the metrics (the workflow's summarise rule);
+- `checkpoint/`: while a run is interrupted (algos.checkpoint);
+- `job.json`: the job marker and lock: who runs (or last ran) this folder (workflow.runlock);
+- `failure.json`: why the last attempt failed, when it failed for good (not a time limit).
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,6 +30,98 @@ import pyarrow.parquet as pq
 
 from metrics.atomic import atomic_write as _atomic
 
+# ---- the contract: names and paths ------------------------------------------------------
+RUNS_ROOT = "results/runs"
+RUN_DIR = RUNS_ROOT + "/{task}/d{bound}/{algo}/seed{seed}"
+TRAIN_LOG = "results/logs/train/{task}/d{bound}/{algo}/seed{seed}.log"
+EPISODES = "episodes.parquet"
+TRACE = "trace.parquet"
+RUN_JSON = "run.json"
+RUN_FILES = (EPISODES, TRACE, RUN_JSON)  # run.json last: the trainer writes it after the others
+SUMMARY = "summary.parquet"
+CHECKPOINT_DIR = "checkpoint"
+JOB_MARKER = "job.json"
+FAILURE_RECORD = "failure.json"
+# What the path pieces may look like (Snakemake wildcard constraints use the same patterns).
+WILDCARD_PATTERNS = {"task": r"[a-z][a-z0-9_]*", "bound": r"[0-9]+(\.[0-9]+)?",
+                     "algo": r"[a-z][a-z0-9_]*", "seed": r"[0-9]+"}
+# The source folders whose code decides a run's result (see code_version).
+CODE_PACKAGES = ("algos", "envs")
+
+
+def bound_label(bound: float) -> str:
+    """Path label of a bound, plain decimal digits: 25 -> '25', 12.5 -> '12.5', 1e-05 -> '0.00001'.
+
+    The shortest digits that read back as the same float, never an exponent, so the label
+    matches WILDCARD_PATTERNS["bound"] and the trainer, given the label, gets the same bound.
+    """
+    bound = float(bound)
+    if not (math.isfinite(bound) and bound > 0):
+        raise ValueError(f"bound {bound} must be a finite number > 0")
+    return np.format_float_positional(bound, trim="-")
+
+
+def run_id(task: str, bound: str | float, algo: str, seed: int | str) -> str:
+    """`task/d<bound label>/algo/seed<seed>`; a float bound is turned into its label."""
+    label = bound if isinstance(bound, str) else bound_label(bound)
+    return f"{task}/d{label}/{algo}/seed{seed}"
+
+
+def run_dir(root: str | os.PathLike, task: str, bound: str | float, algo: str, seed: int | str) -> Path:
+    """The run folder under a sweep's working directory `root`."""
+    return Path(root) / RUNS_ROOT / run_id(task, bound, algo, seed)
+
+
+def code_version(repo: str | os.PathLike | None = None) -> str:
+    """sha256 (16 hex digits) of the Python sources of CODE_PACKAGES: changes with any edit to
+    the code that trains a run, comments included (a conservative trigger)."""
+    repo = Path(repo) if repo is not None else Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        for path in sorted((repo / package).rglob("*.py")):
+            digest.update(str(path.relative_to(repo)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+# ---- completeness --------------------------------------------------------------------------
+def read_run_json(folder: str | os.PathLike) -> dict | None:
+    """run.json as a dict, or None when it is absent or unreadable."""
+    try:
+        with open(Path(folder) / RUN_JSON) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def incomplete_reason(folder: str | os.PathLike) -> str | None:
+    """None when the run folder is complete, else what is wrong with it.
+
+    Complete: run.json says `complete`, and each table it lists is present, readable and has
+    the row count run.json recorded (run.json of older versions lists none: then the tables
+    only need to be present and readable).
+    """
+    folder = Path(folder)
+    if not (folder / RUN_JSON).exists():
+        return f"{RUN_JSON} missing"
+    meta = read_run_json(folder)
+    if meta is None or meta.get("complete") is not True:
+        return f"{RUN_JSON} unreadable or not marked complete"
+    rows = meta.get("rows", {})
+    for name in (EPISODES, TRACE):
+        path = folder / name
+        if not path.exists():
+            return f"{name} missing"
+        try:
+            n = pq.read_metadata(path).num_rows
+        except (OSError, pa.ArrowException) as err:
+            return f"{name} unreadable ({type(err).__name__})"
+        if name in rows and rows[name] != n:
+            return f"{name} has {n} rows, {RUN_JSON} recorded {rows[name]}"
+    return None
+
+
+# ---- writers ---------------------------------------------------------------------------------
 EPISODE_SCHEMA = pa.schema([
     ("task", pa.string()), ("bound", pa.float64()), ("algo", pa.string()), ("seed", pa.int64()),
     ("phase", pa.string()), ("iteration", pa.int64()), ("episode", pa.int64()),

@@ -1,9 +1,13 @@
 """Entry point: `python -m algos.train --task goal --bound 25 --algo ppo_lag --seed 0 --out DIR`.
 
 Trains in jitted chunks of updates, checkpoints between chunks (every `checkpoint_every_s`
-seconds of wall time, and on SIGTERM / SIGUSR2, after which it exits with status 75), resumes
-from DIR/checkpoint/ when restarted with the same arguments, then evaluates the final policy
-on fresh layouts with exploration noise and greedily, and writes the run folder.
+seconds of wall time, and on SIGTERM / SIGUSR2 or before `--stop-at`, after which it exits
+with status 75), resumes from DIR/checkpoint/ when restarted with the same arguments (from the
+previous checkpoint generation when the newest is corrupt), then evaluates the final policy
+on fresh layouts with exploration noise and greedily, and writes the run folder
+(algos.runfolder: the tables, then run.json). A folder that is already complete is left
+alone; a half-written one is trained again. An error that a retry would meet again is
+recorded in DIR/failure.json for workflow.train_job.
 Progress goes to stderr. See docs/algos.md.
 """
 from __future__ import annotations
@@ -83,87 +87,161 @@ class _StopFlag:
         self.signal = signum
 
 
-def _progress(name: str, it: int, steps: int, total: int, rate: float, eta: float, ret, cost, multiplier) -> None:
+def _progress(name: str, it: int, steps: int, total: int, rate: float, eta: float, ret, cost, multiplier,
+              say) -> None:
     eta_text = time.strftime("%H:%M:%S", time.gmtime(eta)) if math.isfinite(eta) else "?"
-    print(f"[{name}] iterate {it} | {steps:,}/{total:,} steps | {rate:,.0f} steps/s | ETA {eta_text} | "
-          f"return {ret:.3f} cost {cost:.3f} | multiplier {multiplier:.4g}", file=sys.stderr, flush=True)
+    say(f"[{name}] iterate {it} | {steps:,}/{total:,} steps | {rate:,.0f} steps/s | ETA {eta_text} | "
+        f"return {ret:.3f} cost {cost:.3f} | multiplier {multiplier:.4g}")
 
 
 HOST_FIELDS = ("update", "step", "ret", "cost", "length", "multiplier", "metrics", "wall_time")
 
 
+class _HostLog:
+    """Per-iterate results copied off the device after each chunk (episode returns, costs,
+    lengths, the multiplier, the update metrics, wall time), kept as lists of arrays."""
+
+    def __init__(self, num_envs: int, num_metrics: int, arrays: dict | None = None):
+        import numpy as np
+
+        self.empty = {"update": (0,), "step": (0,), "ret": (0, num_envs), "cost": (0, num_envs),
+                      "length": (0, num_envs), "multiplier": (0,), "metrics": (0, num_metrics), "wall_time": (0,)}
+        self.dtypes = {"update": np.int32, "step": np.int32, "length": np.int32, "wall_time": np.float64}
+        self.parts = {k: ([arrays[k]] if arrays is not None else []) for k in HOST_FIELDS}
+
+    def append(self, log, count: int, wall_time) -> None:
+        import numpy as np
+
+        for k in HOST_FIELDS[:-1]:
+            self.parts[k].append(np.asarray(getattr(log, k)[:count]))
+        self.parts["wall_time"].append(wall_time)
+
+    def arrays(self) -> dict:
+        """The log so far as one array per field (and compacted to that)."""
+        import numpy as np
+
+        out = {k: np.concatenate(v) if v else np.zeros(self.empty[k], self.dtypes.get(k, np.float32))
+               for k, v in self.parts.items()}
+        self.parts = {k: [out[k]] for k in HOST_FIELDS}
+        return out
+
+
+class _Progress(NamedTuple):
+    state: object
+    host: _HostLog
+    train_s: float
+    restarts: int
+    keep: str | None  # checkpoint array file to preserve on the next save
+
+
 def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None, preset: str = "",
-        quiet: bool = False) -> int:
-    """Train (or resume) one run into `out_dir`; returns the process exit status (0 or 75)."""
-    run_json = os.path.join(out_dir, "run.json")
-    if os.path.exists(run_json):
-        if not quiet:
-            print(f"[algos.train] {run_json} exists: run already complete", file=sys.stderr)
+        quiet: bool = False, stop_at: float | None = None) -> int:
+    """Train (or resume) one run into `out_dir`; returns the process exit status (0 or 75).
+
+    `stop_at` (a time.time() value): checkpoint and exit 75 as soon as another chunk might
+    not finish before it (the job's time limit minus a margin, see workflow.train_job).
+    """
+    from algos import runfolder
+
+    say = (lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+    reason = runfolder.incomplete_reason(out_dir)
+    if reason is None:
+        say(f"[algos.train] {out_dir}: run already complete")
         return 0
-    wall_start = time.perf_counter()
-    name = f"{config.task}/d{config.bound:g}/{config.algo}/seed{config.seed}"
-    ckpt_dir = os.path.join(out_dir, "checkpoint")
+    stale = os.path.join(out_dir, runfolder.RUN_JSON)
+    if os.path.exists(stale):  # a half-written folder must not look complete while it is retrained
+        say(f"[algos.train] {out_dir}: incomplete ({reason}); training it again")
+        os.remove(stale)
     stop = _StopFlag()  # installed before compiling: a signal then ends the run with 75, not a kill
     previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGUSR2)}
     try:
-        return _run(config, out_dir, env, stop_after_chunks, preset, quiet, stop, wall_start, name, ckpt_dir)
+        return _train(config, out_dir, env=env, stop=stop, stop_after_chunks=stop_after_chunks,
+                      stop_at=stop_at, preset=preset, say=say)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
 
 
-def _run(config, out_dir, env, stop_after_chunks, preset, quiet, stop, wall_start, name, ckpt_dir) -> int:
+def _run_name(config) -> str:
+    from algos.runfolder import run_id
+
+    return run_id(config.task, config.bound, config.algo, config.seed)
+
+
+def _train(config, out_dir, *, env, stop, stop_after_chunks, stop_at, preset, say) -> int:
+    """Compile, start or resume, train chunk by chunk, evaluate, write the run folder."""
+    from algos.runfolder import CHECKPOINT_DIR
+
+    wall_start = time.perf_counter()
+    name = _run_name(config)
+    ckpt_dir = os.path.join(out_dir, CHECKPOINT_DIR)
+    compiled = compile_programs(config, env)
+    if stop.signal is not None:
+        say(f"[{name}] signal {stop.signal} while compiling: exiting {EXIT_TEMPFAIL}")
+        return EXIT_TEMPFAIL
+    progress = _start_or_resume(config, compiled, ckpt_dir, name, say)
+    progress, why = _train_chunks(config, compiled, progress, ckpt_dir, name, say, stop, stop_after_chunks, stop_at)
+    if why is not None:
+        say(f"[{name}] {why}: checkpoint written to {ckpt_dir}, exiting {EXIT_TEMPFAIL}")
+        return EXIT_TEMPFAIL
+    eval_start = time.perf_counter()
+    explore, greedy = _evaluate_final(config, compiled, progress.state, name)
+    timing = {"train_wall_s": progress.train_s, "eval_wall_s": time.perf_counter() - eval_start,
+              "compile_s": compiled.compile_s}
+    _write_run_folder(config, out_dir, progress, explore, greedy, preset, timing, wall_start)
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
+    J, steps = len(progress.host.arrays()["update"]), config.num_updates * config.steps_per_update
+    say(f"[{name}] done: {J} iterates, {steps:,} steps in {progress.train_s:.1f} s train "
+        f"(+{compiled.compile_s:.1f} s compile, {timing['eval_wall_s']:.1f} s eval) -> {out_dir}")
+    return 0
+
+
+def _start_or_resume(config, compiled, ckpt_dir, name, say) -> _Progress:
+    """The initial state, or the newest usable checkpoint's (falling back a generation if needed)."""
     import jax
     import jax.numpy as jnp
-    import numpy as np
 
-    from algos import checkpoint, runfolder
+    from algos import checkpoint
     from algos.config import hyper_of
     from algos.core import METRIC_NAMES
 
-    run_json = os.path.join(out_dir, "run.json")
-    compiled = compile_programs(config, env)
-    if stop.signal is not None:
-        if not quiet:
-            print(f"[{name}] signal {stop.signal} while compiling: exiting {EXIT_TEMPFAIL}", file=sys.stderr)
-        return EXIT_TEMPFAIL
-    h = hyper_of(config)
-    N, S = config.num_envs, config.unrolls_per_update * config.unroll_length
-    U, C = config.num_updates, config.iterate_capacity
-    num_updates = jnp.int32(U)
-    identity = {k: v for k, v in config.to_dict().items() if k not in ("checkpoint_every_s",)}
+    if not checkpoint.exists(ckpt_dir):
+        state = compiled.init(jnp.int32(config.seed), hyper_of(config))
+        return _Progress(state, _HostLog(config.num_envs, len(METRIC_NAMES)), 0.0, 0, None)
+    state, arrays, meta = checkpoint.load(ckpt_dir, compiled.template, checkpoint.identity_of(config),
+                                          warn=lambda text: say(f"[{name}] warning: {text}"))
+    say(f"[{name}] resumed from {ckpt_dir} at update {int(state.update)}/{config.num_updates} "
+        f"(checkpoint generation {meta['generation']})")
+    host = _HostLog(config.num_envs, len(METRIC_NAMES), {k: arrays[k] for k in HOST_FIELDS})
+    return _Progress(jax.device_put(state), host, float(meta["train_s"]), int(meta["restarts"]) + 1, meta["arrays"])
 
-    host = {k: [] for k in HOST_FIELDS}
-    train_s, restarts = 0.0, 0
-    meta = checkpoint.load_meta(ckpt_dir)
-    if meta is not None:
-        if meta["config"] != identity:
-            diff = sorted(k for k in identity if meta["config"].get(k) != identity[k])
-            raise ValueError(f"{ckpt_dir}: checkpoint was written with a different config (fields {diff}); "
-                             f"use the same arguments or delete the folder")
-        state, arrays, meta = checkpoint.load(ckpt_dir, compiled.template)
-        state = jax.device_put(state)
-        host = {k: [arrays[k]] for k in HOST_FIELDS}
-        train_s, restarts = float(meta["train_s"]), int(meta["restarts"]) + 1
-        if not quiet:
-            print(f"[{name}] resumed from {ckpt_dir} at update {int(state.update)}/{U}", file=sys.stderr)
-    else:
-        state = compiled.init(jnp.int32(config.seed), h)
 
-    def host_arrays():
-        empty = {"update": (0,), "step": (0,), "ret": (0, N), "cost": (0, N), "length": (0, N),
-                 "multiplier": (0,), "metrics": (0, len(METRIC_NAMES)), "wall_time": (0,)}
-        dtypes = {"update": np.int32, "step": np.int32, "length": np.int32, "wall_time": np.float64}
-        return {k: np.concatenate(v) if v else np.zeros(empty[k], dtypes.get(k, np.float32))
-                for k, v in host.items()}
+def _check_finite(summary, update_before: int, name: str) -> None:
+    import numpy as np
 
-    def save_checkpoint():
-        arrays = host_arrays()
-        for k in HOST_FIELDS:
-            host[k] = [arrays[k]]
-        checkpoint.save(ckpt_dir, state, arrays, {"config": identity, "train_s": train_s, "restarts": restarts})
+    ok = np.isfinite(np.asarray(summary.multiplier)) & np.isfinite(np.asarray(summary.mean_step_cost))
+    if not np.all(ok):
+        raise FloatingPointError(f"{name}: training diverged (NaN/inf multiplier or cost) at update "
+                                 f"{update_before + int(np.argmin(ok))}; no outputs written")
 
-    last_save, chunks_here = time.monotonic(), 0
+
+def _train_chunks(config, compiled, progress: _Progress, ckpt_dir, name, say, stop, stop_after_chunks, stop_at):
+    """Run chunks until the budget is spent or a stop is asked for.
+
+    Returns (progress, None) when done, or (progress, why) after writing a checkpoint because
+    of a signal, `stop_after_chunks` or the `stop_at` deadline.
+    """
+    import jax.numpy as jnp
+    import numpy as np
+
+    from algos import checkpoint
+    from algos.config import hyper_of
+
+    h, num_updates = hyper_of(config), jnp.int32(config.num_updates)
+    U, S, C = config.num_updates, config.unrolls_per_update * config.unroll_length, config.iterate_capacity
+    state, host, train_s, restarts, keep = progress
+    identity = checkpoint.identity_of(config)
+    last_save, chunks_here, longest_chunk = time.monotonic(), 0, 0.0
     rate_steps, rate_s = 0, 0.0
     last_ret = last_cost = float("nan")
     while int(state.update) < U:
@@ -175,61 +253,68 @@ def _run(config, out_dir, env, stop_after_chunks, preset, quiet, stop, wall_star
         if count > C:
             raise RuntimeError(f"{name}: {count} iterates completed in one chunk but the log holds {C}; "
                                f"episodes end early in this task: raise --set log_capacity=")
+        _check_finite(summary, update_before, name)
         updates_done = int(state.update) - update_before
-        if not (np.all(np.isfinite(np.asarray(summary.multiplier)))
-                and np.all(np.isfinite(np.asarray(summary.mean_step_cost)))):
-            bad = update_before + int(np.argmin(np.isfinite(np.asarray(summary.multiplier))
-                                                & np.isfinite(np.asarray(summary.mean_step_cost))))
-            raise FloatingPointError(f"{name}: training diverged (NaN/inf multiplier or cost) at update {bad}; "
-                                     f"no outputs written")
-        steps_in_chunk = max(updates_done, 1) * S
         rows = np.asarray(log.update[:count]) - update_before
-        frac = (rows * S + np.asarray(log.step[:count]) + 1) / steps_in_chunk
-        for k, v in (("update", log.update), ("step", log.step), ("ret", log.ret), ("cost", log.cost),
-                     ("length", log.length), ("multiplier", log.multiplier), ("metrics", log.metrics)):
-            host[k].append(np.asarray(v[:count]))
-        host["wall_time"].append(train_s + frac * seconds)
+        frac = (rows * S + np.asarray(log.step[:count]) + 1) / (max(updates_done, 1) * S)
+        host.append(log, count, train_s + frac * seconds)
         train_s += seconds
         chunks_here += 1
+        longest_chunk = max(longest_chunk, seconds)
         if chunks_here > 1 or restarts == 0:  # a first chunk after a restart may include warm-up
             rate_steps, rate_s = rate_steps + updates_done * config.steps_per_update, rate_s + seconds
         if count:
             last_ret, last_cost = float(np.mean(log.ret[count - 1])), float(np.mean(log.cost[count - 1]))
-        if not quiet:
-            rate = rate_steps / rate_s if rate_s > 0 else float("nan")
-            steps, total = int(state.update) * config.steps_per_update, U * config.steps_per_update
-            eta = (total - steps) / rate if rate > 0 else float("nan")
-            _progress(name, int(state.iterates), steps, total, rate, eta, last_ret, last_cost,
-                      float(state.algo.multiplier))
-        interrupted = stop.signal is not None or (stop_after_chunks is not None and chunks_here >= stop_after_chunks)
-        if int(state.update) < U and (interrupted or time.monotonic() - last_save >= config.checkpoint_every_s):
-            save_checkpoint()
+        rate = rate_steps / rate_s if rate_s > 0 else float("nan")
+        steps, total = int(state.update) * config.steps_per_update, U * config.steps_per_update
+        _progress(name, int(state.iterates), steps, total, rate,
+                  (total - steps) / rate if rate > 0 else float("nan"), last_ret, last_cost,
+                  float(state.algo.multiplier), say)
+        why = None
+        if stop.signal is not None:
+            why = f"signal {stop.signal}"
+        elif stop_after_chunks is not None and chunks_here >= stop_after_chunks:
+            why = f"stop after {chunks_here} chunks"
+        elif stop_at is not None and time.time() + 2 * longest_chunk >= stop_at:
+            why = f"{stop_at - time.time():.0f} s left before the stop time, less than two chunks"
+        if int(state.update) < U and (why or time.monotonic() - last_save >= config.checkpoint_every_s):
+            meta = {"config": identity, "train_s": train_s, "restarts": restarts}
+            keep = checkpoint.save(ckpt_dir, state, host.arrays(), meta, keep=keep)["arrays"]
             last_save = time.monotonic()
-        if interrupted and int(state.update) < U:
-            why = f"signal {stop.signal}" if stop.signal is not None else f"stop after {chunks_here} chunks"
-            if not quiet:
-                print(f"[{name}] {why}: checkpoint written to {ckpt_dir}, exiting {EXIT_TEMPFAIL}",
-                      file=sys.stderr, flush=True)
-            return EXIT_TEMPFAIL
+            if why:
+                return _Progress(state, host, train_s, restarts, keep), why
+    return _Progress(state, host, train_s, restarts, keep), None
 
-    # ---- final evaluation and outputs ------------------------------------------------
-    eval_start = time.perf_counter()
+
+def _evaluate_final(config, compiled, state, name):
+    """The final policy on fresh layouts, with exploration noise and greedily."""
+    import jax.numpy as jnp
+
     seed = jnp.int32(config.seed)
     explore, _ = compiled.evaluate(state.params, state.normalizer, seed, jnp.float32(1.0))
     greedy, _ = compiled.evaluate(state.params, state.normalizer, seed, jnp.float32(0.0))
     for phase, result in (("final_explore", explore), ("final_greedy", greedy)):
         if not bool(jnp.all(result.finished)):
             raise RuntimeError(f"{name}: {phase}: some evaluation episodes did not end within T steps")
-    eval_s = time.perf_counter() - eval_start
+    return explore, greedy
 
-    arrays = host_arrays()
+
+def _write_run_folder(config, out_dir, progress: _Progress, explore, greedy, preset, timing, wall_start) -> None:
+    """episodes.parquet and trace.parquet, then run.json (which records their row counts)."""
+    import jax
+    import numpy as np
+
+    from algos import runfolder
+    from algos.core import METRIC_NAMES
+
+    arrays = progress.host.arrays()
+    N, S = config.num_envs, config.unrolls_per_update * config.unroll_length
     J = len(arrays["update"])
     iterations = np.arange(J)
-    final_iteration = max(J - 1, 0)
     meta_run = (config.task, config.bound, config.algo, config.seed)
     blocks = [runfolder.episode_rows(*meta_run, "train", iterations, arrays["ret"], arrays["cost"], arrays["length"])]
     for phase, result in (("final_explore", explore), ("final_greedy", greedy)):
-        blocks.append(runfolder.episode_rows(*meta_run, phase, [final_iteration], np.asarray(result.ret)[None],
+        blocks.append(runfolder.episode_rows(*meta_run, phase, [max(J - 1, 0)], np.asarray(result.ret)[None],
                                              np.asarray(result.cost)[None], np.asarray(result.length)[None]))
     trace = {
         "iteration": iterations, "update": arrays["update"].astype(np.int64),
@@ -241,28 +326,25 @@ def _run(config, out_dir, env, stop_after_chunks, preset, quiet, stop, wall_star
         "mean_return": arrays["ret"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
         "mean_cost": arrays["cost"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
     }
-    runfolder.write_parquet(os.path.join(out_dir, "episodes.parquet"), runfolder.episodes_table(blocks))
-    runfolder.write_parquet(os.path.join(out_dir, "trace.parquet"), runfolder.trace_table(trace))
-    env_steps = U * config.steps_per_update
+    episodes, trace = runfolder.episodes_table(blocks), runfolder.trace_table(trace)
+    runfolder.write_parquet(os.path.join(out_dir, runfolder.EPISODES), episodes)
+    runfolder.write_parquet(os.path.join(out_dir, runfolder.TRACE), trace)
+    env_steps = config.num_updates * config.steps_per_update
     device = jax.devices()[0]
     summary_json = {
         "config": config.to_dict(), "preset": preset, "complete": True,
-        "env_steps": env_steps, "iterates": J, "updates": U,
-        "train_wall_s": train_s, "eval_wall_s": eval_s, "compile_s": compiled.compile_s,
-        "process_wall_s": time.perf_counter() - wall_start, "restarts": restarts,
-        "steps_per_s": env_steps / train_s if train_s > 0 else None,
+        "rows": {runfolder.EPISODES: episodes.num_rows, runfolder.TRACE: trace.num_rows},
+        "code_version": runfolder.code_version(),
+        "env_steps": env_steps, "iterates": J, "updates": config.num_updates, **timing,
+        "process_wall_s": time.perf_counter() - wall_start, "restarts": progress.restarts,
+        "steps_per_s": env_steps / progress.train_s if progress.train_s > 0 else None,
         "final": {phase: {"mean_return": float(np.mean(r.ret)), "mean_cost": float(np.mean(r.cost))}
                   for phase, r in (("final_explore", explore), ("final_greedy", greedy))},
         "device": {"platform": device.platform, "kind": device.device_kind, "count": jax.device_count(),
                    "host": platform.node(), "cpus": os.cpu_count()},
         "versions": _versions(),
     }
-    runfolder.write_json(run_json, summary_json)
-    shutil.rmtree(ckpt_dir, ignore_errors=True)
-    if not quiet:
-        print(f"[{name}] done: {J} iterates, {env_steps:,} steps in {train_s:.1f} s train "
-              f"(+{compiled.compile_s:.1f} s compile, {eval_s:.1f} s eval) -> {out_dir}", file=sys.stderr)
-    return 0
+    runfolder.write_json(os.path.join(out_dir, runfolder.RUN_JSON), summary_json)
 
 
 def _versions() -> dict:
@@ -294,6 +376,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="override any config field (see docs/algos.md); env.NAME=VALUE sets a task option")
     parser.add_argument("--stop-after-chunks", type=int, default=None,
                         help="checkpoint and exit 75 after this many chunks (to rehearse a preemption)")
+    parser.add_argument("--stop-at", type=float, default=None, metavar="UNIX_TIME",
+                        help="checkpoint and exit 75 before this time (a job's time limit minus a margin)")
     parser.add_argument("--threads", type=int, default=None,
                         help="1: XLA runs single-threaded (for one job per core in a sweep); default: all cores")
     parser.add_argument("--cache-dir", default=None, help="persistent compilation cache "
@@ -313,17 +397,54 @@ def config_from_args(args: argparse.Namespace):
 SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
+def record_failure(out_dir: str, message: str) -> None:
+    """failure.json: the last attempt failed for a reason a retry would meet again (an error,
+    not a signal or a time limit); workflow.train_job reads it before a retry."""
+    from algos import runfolder
+
+    runfolder.write_json(os.path.join(out_dir, runfolder.FAILURE_RECORD),
+                         {"error": message, "time": time.time(), "host": platform.node(), "pid": os.getpid()})
+
+
+def clear_failure(out_dir: str) -> None:
+    from algos.runfolder import FAILURE_RECORD
+
+    path = os.path.join(out_dir, FAILURE_RECORD)
+    if os.path.exists(path):
+        os.remove(path)
+
+
 def main(argv=None) -> int:
+    from algos.checkpoint import CheckpointError
+
     args = parse_args(argv)
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        print(f"algos.train: --out {args.out} is a file, not a folder", file=sys.stderr)
+        return 2
     if args.threads == 1:  # must happen before JAX starts its CPU backend
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + SINGLE_THREAD_XLA_FLAGS).strip()
     enable_compilation_cache(args.cache_dir)
+    os.makedirs(args.out, exist_ok=True)
     try:
         config = config_from_args(args)
     except ValueError as err:
         print(f"algos.train: {err}", file=sys.stderr)
+        record_failure(args.out, f"invalid arguments: {err}")
         return 2
-    return run(config, args.out, stop_after_chunks=args.stop_after_chunks, preset=args.preset)
+    try:
+        status = run(config, args.out, stop_after_chunks=args.stop_after_chunks, preset=args.preset,
+                     stop_at=args.stop_at)
+    except CheckpointError as err:  # the message says what to do; no traceback needed
+        print(f"algos.train: {err}", file=sys.stderr)
+        record_failure(args.out, str(err))
+        return 1
+    except MemoryError:
+        raise  # a retry with more memory may pass: not recorded
+    except Exception as err:
+        record_failure(args.out, f"{type(err).__name__}: {err}")
+        raise
+    clear_failure(args.out)
+    return status
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ import pandas as pd
 from . import grid
 from .atomic import staged_directory
 from .bootstrap import draw_counts, group_rng, iqm, percentile_ci, stratified_draws, stratum_means
-from .schema import METRICS, RUN_KEYS, EpisodeTableError, MetricsWarning
-from .summary import Summary, sort_frame
+from .schema import FINAL_PHASES, METRICS, RUN_KEYS, EpisodeTableError, MetricsWarning
+from .summary import Summary, check_finite, sort_frame
 
 ESTIMATORS = ("stratified", "pooled")
 DEFAULT_REPS = 2000
@@ -74,6 +74,14 @@ def check_strata(runs: pd.DataFrame) -> list:
                 _warn(
                     f"algo {algo!r}, phase {phase}: no runs in stratum/strata {names} that other algorithms have "
                     f"(files read: {files}); its IQM is over the {len(strata) - len(missing)} of {len(strata)} strata it has",
+                    messages,
+                )
+    for (task, bound, algo, seed), rows in runs.groupby(list(RUN_KEYS), sort=True):
+        if "train" in set(rows["phase"]):
+            for phase in sorted(set(FINAL_PHASES) - set(rows["phase"])):
+                _warn(
+                    f"{rows['source'].iloc[0]}: run task={task}, bound={bound:g}, algo={algo}, seed={seed} has "
+                    f"training episodes but no {phase} episodes; it is left out of the {phase} results",
                     messages,
                 )
     for (task, bound, algo, phase), rows in runs.groupby(list(CONDITION_KEYS), sort=True):
@@ -179,6 +187,7 @@ def aggregate(summary: Summary, reps: int = DEFAULT_REPS, seed: int = 0, estimat
     runs = sort_frame(summary.runs, ["algo", "phase", "task", "bound", "seed"])
     if runs.empty:
         raise EpisodeTableError("no runs to aggregate")
+    check_finite(runs)
     messages = check_strata(runs)
     dense = _dense_histograms(runs, summary.histograms)
 
@@ -234,11 +243,17 @@ def read_aggregate(folder) -> Aggregate:
     if missing:
         raise EpisodeTableError(f"{folder}: not a stage-2 folder (missing {', '.join(missing)}; run `python -m metrics aggregate`)")
     frames = {}
-    for name, filename in OUTPUT_FILES.items():
-        path = os.path.join(folder, filename)
-        frames[name] = pd.read_csv(path) if filename.endswith(".csv") else pd.read_parquet(path)
-    with open(os.path.join(folder, META_FILE)) as fh:
-        meta = json.load(fh)
+    path = folder
+    try:
+        for name, filename in OUTPUT_FILES.items():
+            path = os.path.join(folder, filename)
+            frames[name] = pd.read_csv(path) if filename.endswith(".csv") else pd.read_parquet(path)
+        path = os.path.join(folder, META_FILE)
+        with open(path) as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid and pandas' parser errors are ValueErrors
+        raise EpisodeTableError(f"{path}: cannot be read ({type(err).__name__}: {str(err).splitlines()[0]}); "
+                                f"write the folder again with `python -m metrics aggregate`") from None
     return Aggregate(meta=meta, **frames)
 
 

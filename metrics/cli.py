@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 
@@ -42,7 +43,7 @@ def _bootstrap_options(p):
         "--estimator",
         choices=ESTIMATORS,
         default="stratified",
-        help="stratified: IQM over (task, bound) of seed means (PAPER.md); pooled: rliable's IQM over all runs",
+        help="stratified: IQM over (task, bound) of seed means (the paper's estimator); pooled: rliable's IQM over all runs",
     )
 
 
@@ -64,24 +65,40 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tiers", help="stage 3: tiers.csv and conditions.csv from stage 2's folder")
     p.add_argument("dir", help="folder written by `aggregate`")
-    p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: PAPER.md Table 1)")
+    p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: the paper's Table 1)")
     p.add_argument("--out", default=None, help="folder to write into (default: DIR)")
     p.set_defaults(func=_tiers)
 
     p = sub.add_parser("evaluate", help="all three stages: episode files -> every output in one folder")
     p.add_argument("episodes", nargs="+", help="episode tables (.parquet, .csv)")
     p.add_argument("--out", required=True, help="folder to write into")
-    p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: PAPER.md Table 1)")
+    p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: the paper's Table 1)")
     p.add_argument("--jobs", type=int, default=1, help="processes reading episode files (default 1)")
     _bootstrap_options(p)
     p.set_defaults(func=_evaluate)
     return parser
 
 
+def _check_out(args) -> str | None:
+    """Why --out cannot be written, or None: a folder for every stage but summarise (a file)."""
+    out = getattr(args, "out", None)
+    if out is None or not os.path.exists(out):
+        return None
+    if args.command == "summarise" and os.path.isdir(out):
+        return f"--out {out} is a folder; give the summary file to write"
+    if args.command != "summarise" and not os.path.isdir(out):
+        return f"--out {out} is a file, not a folder"
+    return None
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "reps", 1) < 1 or getattr(args, "seed", 0) < 0:
         print("error: --reps must be >= 1 and --seed >= 0", file=sys.stderr)
+        return 2
+    problem = _check_out(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     with warnings.catch_warnings():
         warnings.simplefilter("always", MetricsWarning)
@@ -90,6 +107,17 @@ def main(argv=None) -> int:
         try:
             args.func(args)
         except (EpisodeTableError, ThresholdError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        except (MemoryError, ValueError) as err:
+            if not isinstance(err, MemoryError) and "dimension" not in str(err):
+                raise
+            reps = getattr(args, "reps", None)
+            print(f"error: out of memory ({str(err).splitlines()[0]})"
+                  + (f"; --reps {reps} is too many bootstrap replicates for this machine, use fewer"
+                     if reps is not None else ""), file=sys.stderr)
+            return 2
+        except OSError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
     return 0

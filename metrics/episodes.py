@@ -1,4 +1,4 @@
-"""Read and validate episode tables (DESIGN.md section 1) from Parquet or CSV files.
+"""Read and validate episode tables (docs/metrics.md) from Parquet or CSV files.
 
 The tables can be large (a paper-size run holds ~250k episodes), so columns are kept as
 numpy arrays and string columns as dictionary codes; pandas is used only for the small
@@ -155,6 +155,8 @@ def _integers(col, name, path) -> np.ndarray:
 
 def _validate_file(path, table: pa.Table) -> dict:
     """Per-file checks and conversion to arrays (duplicates are checked after merging files)."""
+    if table.num_rows == 0:
+        _fail(path, "has no episode rows (a header or schema only)")
     out = {}
     for name in STRING_COLUMNS:
         out[name] = _strings(table[name], name, path)
@@ -170,7 +172,7 @@ def _validate_file(path, table: pa.Table) -> dict:
     bound = out["bound"]
     bad = ~(np.isfinite(bound) & (bound > 0))
     if bad.any():
-        _fail(path, f"column bound must be finite and > 0 (found {bound[bad][0]!r})", np.flatnonzero(bad))
+        _fail(path, f"column bound must be finite and > 0 (found {float(bound[bad][0])!r})", np.flatnonzero(bad))
     values, codes = out["phase"]
     unknown = [v for v in values if v not in PHASES]
     if unknown:
@@ -223,7 +225,8 @@ def _dense_rank(values):
     lo, hi = values.min(), values.max()
     if lo == hi:
         return np.zeros(1, np.int64), 1  # broadcasts; constant columns are dropped from the key
-    if values.dtype.kind in "iu" and hi - lo < 4 * values.size + 1024:
+    # the range in Python ints: int64 extremes (seeds near +-2**63) would overflow in numpy
+    if values.dtype.kind in "iu" and int(hi) - int(lo) < 4 * values.size + 1024:
         return (values.astype(np.int64, copy=False) - lo), int(hi - lo) + 1
     unique, inverse = np.unique(values, return_inverse=True)
     return inverse.astype(np.int64), unique.size

@@ -302,7 +302,24 @@ def summarise(paths, jobs: int = 1) -> Summary:
         parts = [_summarise_group(group) for group in groups]
     summary = concat_summaries(parts)
     _check_no_overlap(summary)
+    check_finite(summary.runs)
     return summary
+
+
+def check_finite(runs: pd.DataFrame) -> None:
+    """Raise EpisodeTableError naming the first run and phase whose metrics are not finite
+    (costs near the float64 limit, or a bound so small that (c - d) / d overflows)."""
+    values = runs[list(METRICS)].to_numpy(np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad.any(axis=1))[0])
+        row = runs.iloc[i]
+        which = ", ".join(f"{m}={values[i, j]}" for j, m in enumerate(METRICS) if bad[i, j])
+        raise EpisodeTableError(
+            f"non-finite metric values for task={row['task']}, bound={float(row['bound']):g}, algo={row['algo']}, "
+            f"seed={row['seed']}, phase={row['phase']}: {which} (from {row.get('source', '?')}; "
+            f"{int(bad.any(axis=1).sum())} run-phase(s) affected). Episode costs or the bound are outside the "
+            f"range where the metrics can be computed in float64")
 
 
 def _check_no_overlap(summary: Summary):

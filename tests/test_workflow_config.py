@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from workflow import config_validation as cv
+from fake_runs import complete_run
 from workflow import launch, plan, report, status, train_job
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,10 +110,10 @@ def test_cli_prints_resolved_config_or_the_error(tmp_path):
 # ---- the training job ----------------------------------------------------------------------
 
 def test_trainer_options_hold_what_changes_a_result_and_not_threads():
-    cfg = resolved(train={"threads": 7, "set": {"lr": 0.001, "clip": 0.2}})
+    cfg = resolved(train={"threads": 7, "set": {"learning_rate": 0.001, "clip_eps": 0.2}})
     opts = train_job.trainer_options(cfg)
     assert opts == ("--preset cpu --backend builtin --total-steps 4096 --num-envs 4 --episode-length 64 "
-                    "--eval-episodes 4 --set clip=0.2 --set lr=0.001")
+                    "--eval-episodes 4 --set clip_eps=0.2 --set learning_rate=0.001")
     assert "7" not in opts
     assert train_job.trainer_options(cv.resolve({})) == "--preset cpu --backend builtin"
 
@@ -132,7 +133,7 @@ def test_fail_switch_exits_before_training(tmp_path):
                            "--algo", "ppo", "--seed", "3", "--out", str(tmp_path)],
                           cwd=REPO, env=env, capture_output=True, text=True)
     assert proc.returncode == 1 and "fails on purpose" in proc.stderr
-    assert [p.name for p in tmp_path.iterdir()] == ["job.json"]  # started (for status), then failed
+    assert [p.name for p in tmp_path.iterdir()] == ["failure.json", "job.json"]  # started (for status), then failed for good
 
 
 # ---- status ----------------------------------------------------------------------------
@@ -146,11 +147,10 @@ def test_status_tells_done_running_failed_missing(tmp_path):
     cfg = resolved(bounds=[25], algos=["ppo"], seeds=[0, 1, 2, 3])
     runs = tmp_path / "results" / "runs" / "circle" / "d25" / "ppo"
     logs = tmp_path / "results" / "logs" / "train" / "circle" / "d25" / "ppo"
-    for f in status.RUN_FILES:
-        _touch(runs / "seed0" / f)
+    complete_run(runs / "seed0", bound=25, seed=0)
     _touch(runs / "seed1" / "job.json", json.dumps({"host": status.socket.gethostname(), "pid": os.getpid()}))
     _touch(logs / "seed1.log", "[circle] iterate 3\n")
-    _touch(runs / "seed2" / "checkpoint" / "checkpoint.json")
+    _touch(runs / "seed2" / "checkpoint" / "state-0.json", json.dumps({"generation": 0, "arrays": "state-0.npz"}))
     _touch(runs / "seed2" / "job.json", json.dumps({"host": "elsewhere", "pid": 1}))
     _touch(logs / "seed2.log", "starting\nRuntimeError: boom\n")
     _touch(logs / "seed3.log", "an old log of a run folder deleted since\n")
@@ -158,7 +158,7 @@ def test_status_tells_done_running_failed_missing(tmp_path):
     assert [got[f"circle/d25/ppo/seed{k}"].state for k in range(4)] == ["done", "running", "failed", "missing"]
     failed = got["circle/d25/ppo/seed2"]
     assert failed.log == str(logs / "seed2.log")
-    assert "RuntimeError: boom" in failed.detail and "checkpoint present" in failed.detail
+    assert "RuntimeError: boom" in failed.detail and "no usable checkpoint" in failed.detail
 
 
 def test_status_uses_squeue_for_slurm_jobs(tmp_path):
@@ -171,8 +171,7 @@ def test_status_uses_squeue_for_slurm_jobs(tmp_path):
 
 
 def test_status_cli_lists_runs_and_counts(tmp_path):
-    for f in status.RUN_FILES:
-        _touch(tmp_path / "results" / "runs" / "circle" / "d15" / "ppo" / "seed0" / f)
+    complete_run(tmp_path / "results" / "runs" / "circle" / "d15" / "ppo" / "seed0", bound=15)
     proc = subprocess.run([sys.executable, "-m", "workflow.status", "--config", "preset=tiny", "--dir", str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -8,8 +8,12 @@ episode_length, eval_episodes) takes the value of the trainer preset (algos.conf
 budget is stated once. The merged mapping is checked against
 workflow/schemas/config.schema.yaml, whose lists of allowed tasks, algorithms and trainer
 presets are filled in from the registries (envs.TASK_TABLE, algos/registry.py,
-algos.config.PRESETS), and then for what a schema cannot say (tier thresholds in order).
-Every error names the key.
+algos.config.PRESETS), and then for what a schema cannot say: tier names and finite limits in
+order, seeds in the trainer's range, bounds that give a valid path label, and every trainer
+option as the trainer itself would check it (`check_trainer_options`: the options of every task
+and algorithm of the grid are resolved by algos.config, so a value the trainer would refuse -
+`train.num_envs` not dividing the batch, an unknown or identity `train.set` key - is refused
+here, before any job starts). Every error names the key.
 
     python -m workflow.config_validation [CONFIG.yaml] [--set key=value ...]
 
@@ -21,6 +25,7 @@ import argparse
 import copy
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping
@@ -122,6 +127,89 @@ def _in_schema_order(cfg: Mapping, node: Mapping) -> dict:
         return cfg
     ordered = {k: _in_schema_order(cfg[k], props[k]) for k in props if k in cfg}
     return {**ordered, **{k: v for k, v in cfg.items() if k not in props}}
+SEED_LIMIT = 2**31  # the trainer's seeds are int32 PRNG seeds
+
+
+def check_thresholds(thresholds: Mapping[str, Mapping[str, float]]) -> None:
+    """Known tier names, finite limits, tiers in order (metrics.thresholds does the rest)."""
+    from metrics.thresholds import TIER_NAMES, validate_thresholds
+    from metrics.schema import ThresholdError
+
+    for tier, limits in thresholds.items():
+        if tier not in TIER_NAMES:
+            raise ConfigError(f"config key 'thresholds.{tier}': unknown tier {tier!r}; the tiers are "
+                              f"{', '.join(TIER_NAMES)}")
+        for metric, limit in limits.items():
+            if not math.isfinite(limit):
+                raise ConfigError(f"config key 'thresholds.{tier}.{metric}': {limit!r} must be a finite number")
+    check_threshold_order(thresholds)
+    try:
+        validate_thresholds(dict(thresholds), "config key 'thresholds'")
+    except ThresholdError as err:
+        raise ConfigError(str(err)) from None
+
+
+def check_grid_values(cfg: Mapping) -> None:
+    """Bounds that make a path label the trainer reads back exactly; seeds the trainer accepts."""
+    from algos.runfolder import WILDCARD_PATTERNS, bound_label
+
+    for i, bound in enumerate(cfg["bounds"]):
+        if not math.isfinite(bound):
+            raise ConfigError(f"config key 'bounds[{i}]': {bound!r} must be finite")
+        label = bound_label(bound)
+        if not re.fullmatch(WILDCARD_PATTERNS["bound"], label) or float(label) != float(bound):
+            raise ConfigError(f"config key 'bounds[{i}]': {bound!r} has no exact path label (got {label!r})")
+    seeds = cfg["seeds"]
+    if isinstance(seeds, int) and seeds > SEED_LIMIT:
+        raise ConfigError(f"config key 'seeds': {seeds} seeds would go past the trainer's largest seed "
+                          f"{SEED_LIMIT - 1}")
+    for i, seed in enumerate(seeds if isinstance(seeds, list) else []):
+        if seed >= SEED_LIMIT:
+            raise ConfigError(f"config key 'seeds[{i}]': {seed} must be < 2**31 = {SEED_LIMIT} (the trainer's "
+                              f"seed range)")
+
+
+_TRAIN_KEYS = ("total_steps", "num_envs", "episode_length", "eval_episodes")
+
+
+def trainer_overrides(cfg: Mapping, task: str, bound: float, algo: str, seed: int) -> tuple[str, dict, list[str]]:
+    """(preset, overrides, --set strings): what algos.config.make_config gets for one run,
+    the same values workflow.train_job.trainer_options passes on the command line."""
+    train = cfg["train"]
+    overrides = dict(task=task, bound=float(bound), algo=algo, seed=int(seed), backend=cfg["backend"])
+    overrides.update({k: int(train[k]) for k in _TRAIN_KEYS if train.get(k) is not None})
+    sets = [f"{key}={value}" for key, value in sorted(train.get("set", {}).items())]
+    return train["preset"], overrides, sets
+
+
+def _trainer_key(message: str, cfg: Mapping) -> str:
+    """The config key a trainer error is about."""
+    found = re.search(r"config field '(\w+)'|--set (\w[\w.]*)", message)
+    field = next((g for g in found.groups() if g), "") if found else ""
+    if field in cfg["train"].get("set", {}):
+        return f"train.set.{field}"
+    if field in _TRAIN_KEYS:
+        return f"train.{field}"
+    return {"seed": "seeds", "bound": "bounds", "task": "tasks", "algo": "algos",
+            "backend": "backend"}.get(field, "train")
+
+
+def check_trainer_options(cfg: Mapping) -> None:
+    """Resolve the trainer config of every task x algorithm (largest seed, every bound) as
+    algos.train would; a refusal becomes a ConfigError naming the config key."""
+    from algos.config import make_config
+
+    seeds = cfg["seeds"]
+    largest_seed = seeds - 1 if isinstance(seeds, int) else max(seeds)
+    for task in cfg["tasks"]:
+        for algo in cfg["algos"]:
+            for bound in cfg["bounds"]:
+                try:
+                    make_config(*trainer_overrides(cfg, task, bound, algo, largest_seed))
+                except ValueError as err:
+                    key = _trainer_key(str(err), cfg)
+                    raise ConfigError(f"config key '{key}': the trainer refuses it for task {task}, "
+                                      f"algo {algo}: {err}") from None
 
 
 def validate(cfg: Mapping) -> dict:
@@ -130,10 +218,9 @@ def validate(cfg: Mapping) -> dict:
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         raise ConfigError(_schema_error_message(errors[0]))
-    for i, bound in enumerate(cfg["bounds"]):
-        if not math.isfinite(bound):
-            raise ConfigError(f"config key 'bounds[{i}]': {bound!r} must be finite")
-    check_threshold_order(cfg["thresholds"])
+    check_grid_values(cfg)
+    check_thresholds(cfg["thresholds"])
+    check_trainer_options(cfg)
     out = copy.deepcopy(dict(cfg))
     seeds = cfg["seeds"]
     out["seeds"] = list(range(seeds)) if isinstance(seeds, int) else sorted(seeds)

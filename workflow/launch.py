@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +38,7 @@ def run_controller(cmd: list[str], workdir: str) -> int:
     """Body of the submitted job: run Snakemake to the end; fail the job if it fails."""
     rc = subprocess.run(cmd, cwd=workdir).returncode
     if rc != 0:
-        raise RuntimeError(f"snakemake exited with status {rc}: {' '.join(cmd)}")
+        raise RuntimeError(f"snakemake exited with status {rc}: {shlex.join(cmd)}")
     return rc
 
 
@@ -49,7 +50,8 @@ def executor_parameters(args: argparse.Namespace, repo: Path) -> dict:
         "cpus_per_task": args.cpus,
         "mem_gb": args.mem_gb,
         # Jobs unpickle workflow.launch.run_controller: the node must import this checkout.
-        "slurm_setup": [f"export PYTHONPATH={repo}${{PYTHONPATH:+:$PYTHONPATH}}"],
+        # Quoted: a checkout path may hold spaces or other shell characters.
+        "slurm_setup": [f"export PYTHONPATH={shlex.quote(str(repo))}${{PYTHONPATH:+:$PYTHONPATH}}"],
     }
     if args.partition:
         params["slurm_partition"] = args.partition
@@ -85,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = snakemake_command(args.profile, args.preset, extra)
     params = executor_parameters(args, repo)
     if args.dry_run:
-        print("controller command:", " ".join(cmd))
+        print("controller command:", shlex.join(cmd))
         print("job parameters:", params)
         return 0
 
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     executor.update_parameters(**params)
     job = executor.submit(run_controller, cmd, workdir)
     print(f"submitted the sweep controller as {cluster} job {job.job_id}")
-    print(f"  command:  {' '.join(cmd)}")
+    print(f"  command:  {shlex.join(cmd)}")
     print(f"  its log:  {job.paths.stdout} (and {job.paths.stderr})")
     print("  progress: python -m workflow.status" + (f" --config preset={args.preset}" if args.preset else ""))
     if cluster == "debug":

@@ -5,18 +5,20 @@
 
 It reads the same configuration as the Snakefile (config/config.yaml, the preset and the
 overrides) and looks at each run's folder under DIR/results/runs/:
-- done: episodes.parquet, trace.parquet and run.json exist;
-- running: the job marker (DIR/.../job.json, written by workflow.train_job when the trainer
-  starts) names a process that is alive on this host, or a SLURM job still in squeue;
-- failed: the job marker names a job that has ended, but the run is not done (the log's
-  last line is shown); a checkpoint, when there is one, is where the rerun resumes;
+- done: the run folder is complete (algos.runfolder.incomplete_reason: every file present
+  and consistent with run.json); trained by older code when run.json's code version differs
+  from this checkout's (`--outdated` lists those runs, to retrain them with --forcerun);
+- running: the job marker (DIR/.../job.json, the lock workflow.train_job takes) names a
+  process that is alive on this host, or a SLURM job still in squeue;
+- failed: the job marker names a job that has ended, but the run is not complete (the log's
+  last line is shown, and what the rerun will do with the checkpoint, if any: resume from
+  it, fall back to the previous generation, or refuse it and what to do);
 - missing: no job has started in this run folder (or the folder was deleted).
 Rerunning the sweep's command submits exactly the failed and missing runs.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import socket
@@ -28,10 +30,12 @@ from typing import Iterable
 
 import yaml
 
-from workflow.config_validation import DEFAULT_CONFIG, ConfigError, deep_merge, parse_overrides, resolve
+from algos import runfolder
+from algos.runfolder import CHECKPOINT_DIR, JOB_MARKER, RUN_FILES, TRAIN_LOG, bound_label
+from workflow import runlock
+from workflow.config_validation import (DEFAULT_CONFIG, ConfigError, deep_merge, parse_overrides, resolve,
+                                        trainer_overrides)
 
-RUN_FILES = ("episodes.parquet", "trace.parquet", "run.json")
-JOB_MARKER = "job.json"
 STATES = ("done", "running", "failed", "missing")
 
 
@@ -43,13 +47,13 @@ class RunStatus:
     detail: str = ""
 
 
-def bound_label(bound: float) -> str:
-    return str(int(bound)) if float(bound).is_integer() else repr(float(bound))
+def run_keys(cfg: dict) -> list[tuple]:
+    """(task, bound, algo, seed) of every run of the grid."""
+    return [(t, b, a, s) for t in cfg["tasks"] for b in cfg["bounds"] for a in cfg["algos"] for s in cfg["seeds"]]
 
 
 def run_ids(cfg: dict) -> list[str]:
-    return [f"{t}/d{bound_label(b)}/{a}/seed{s}"
-            for t in cfg["tasks"] for b in cfg["bounds"] for a in cfg["algos"] for s in cfg["seeds"]]
+    return [runfolder.run_id(*key) for key in run_keys(cfg)]
 
 
 def slurm_active_jobs() -> set[str] | None:
@@ -65,45 +69,49 @@ def slurm_active_jobs() -> set[str] | None:
             if line.strip() and line.split("|")[1] in {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED"}}
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def marker_alive(marker: dict, slurm_jobs: set[str] | None, host: str) -> bool:
-    """Whether the job a marker describes still runs."""
-    job_id = marker.get("slurm_job_id")
-    if job_id and slurm_jobs is not None:
-        return str(job_id) in slurm_jobs
-    if marker.get("host") == host and isinstance(marker.get("pid"), int):
-        return _process_alive(marker["pid"])
-    return False
+    """Whether the job a marker describes still runs (unknown counts as not running)."""
+    return bool(runlock.owner_alive(marker, host, slurm_jobs))
 
 
-def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str) -> RunStatus:
-    run_dir = workdir / "results" / "runs" / run
-    log = workdir / "results" / "logs" / "train" / f"{run}.log"
-    log_text = str(log) if log.exists() else None
-    if all((run_dir / f).exists() for f in RUN_FILES):
-        return RunStatus(run, "done", log_text)
-    marker = None
-    if (run_dir / JOB_MARKER).exists():
+def checkpoint_detail(cfg: dict | None, key: tuple, ckpt_dir: Path) -> str:
+    """What the rerun will do with a run's checkpoint folder, in words ('' when there is none)."""
+    from algos import checkpoint
+
+    if not checkpoint.exists(str(ckpt_dir)):
+        return ""
+    identity = None
+    if cfg is not None:
+        from algos.config import make_config
+
         try:
-            marker = json.loads((run_dir / JOB_MARKER).read_text())
-        except (OSError, json.JSONDecodeError):
-            marker = None
-    checkpoint = "; checkpoint present (the rerun resumes from it)" if (run_dir / "checkpoint").exists() else ""
+            identity = checkpoint.identity_of(make_config(*trainer_overrides(cfg, *key)))
+        except ValueError:
+            identity = None
+    return checkpoint.inspect(str(ckpt_dir), identity).detail
+
+
+def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, cfg: dict | None = None,
+               key: tuple | None = None, code: str | None = None) -> RunStatus:
+    run_dir = workdir / runfolder.RUNS_ROOT / run
+    log = workdir / (TRAIN_LOG.format(task=key[0], bound=bound_label(key[1]), algo=key[2], seed=key[3])
+                     if key is not None else f"results/logs/train/{run}.log")
+    log_text = str(log) if log.exists() else None
+    reason = runfolder.incomplete_reason(run_dir)
+    if reason is None:
+        recorded = (runfolder.read_run_json(run_dir) or {}).get("code_version")
+        outdated = code is not None and recorded != code
+        return RunStatus(run, "done", log_text,
+                         f"trained by older code ({recorded or 'no version recorded'}; now {code})" if outdated else "")
+    marker = runlock.read_marker(run_dir)
+    checkpoint = checkpoint_detail(cfg, key, run_dir / CHECKPOINT_DIR) if key is not None else ""
     if marker is not None and marker_alive(marker, slurm_jobs, host):
-        where = f"SLURM job {marker['slurm_job_id']}" if marker.get("slurm_job_id") else f"pid {marker.get('pid')} on {marker.get('host')}"
-        return RunStatus(run, "running", log_text, where)
+        return RunStatus(run, "running", log_text, runlock.describe(marker))
+    incomplete = f"incomplete: {reason}" if any((run_dir / f).exists() for f in RUN_FILES) else ""
     if marker is not None:
-        return RunStatus(run, "failed", log_text or str(run_dir / JOB_MARKER), _last_line(log) + checkpoint)
-    return RunStatus(run, "missing", detail=checkpoint.lstrip("; "))
+        detail = "; ".join(x for x in [_last_line(log), incomplete, checkpoint] if x)
+        return RunStatus(run, "failed", log_text or str(run_dir / JOB_MARKER), detail)
+    return RunStatus(run, "missing", detail="; ".join(x for x in [incomplete, checkpoint] if x))
 
 
 def _last_line(path: Path) -> str:
@@ -115,8 +123,13 @@ def _last_line(path: Path) -> str:
 
 
 def sweep_status(cfg: dict, workdir: Path, slurm_jobs: set[str] | None = None) -> list[RunStatus]:
-    host = socket.gethostname()
-    return [run_status(workdir, run, slurm_jobs, host) for run in run_ids(cfg)]
+    host, code = socket.gethostname(), runfolder.code_version()
+    return [run_status(workdir, runfolder.run_id(*key), slurm_jobs, host, cfg, key, code) for key in run_keys(cfg)]
+
+
+def outdated(statuses: Iterable[RunStatus]) -> list[RunStatus]:
+    """Done runs trained by code other than this checkout's."""
+    return [s for s in statuses if s.state == "done" and s.detail.startswith("trained by older code")]
 
 
 def format_table(statuses: Iterable[RunStatus]) -> str:
@@ -139,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=".", help="the sweep's working directory (default: .)")
     parser.add_argument("--only", default=",".join(STATES), help="states to list, comma-separated")
     parser.add_argument("--json", action="store_true", help="one JSON object per run")
+    parser.add_argument("--outdated", action="store_true",
+                        help="print only the run.json paths of runs trained by other code (for snakemake --forcerun)")
     args = parser.parse_args(argv)
     try:
         with open(args.configfile) as f:
@@ -153,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--only: unknown state(s) {sorted(unknown)}; choose from {list(STATES)}", file=sys.stderr)
         return 1
     statuses = sweep_status(cfg, Path(args.dir), slurm_active_jobs())
+    if args.outdated:
+        for s in outdated(statuses):
+            print(Path(args.dir) / runfolder.RUNS_ROOT / s.run / runfolder.RUN_JSON)
+        return 0
     shown = [s for s in statuses if s.state in only]
     if args.json:
         for s in shown:

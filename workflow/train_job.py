@@ -2,8 +2,13 @@
 
     python -m workflow.train_job --task goal --bound 25 --algo ppo --seed 0 --out DIR [trainer options]
 
-It records the job (host, pid, SLURM job id) in DIR/job.json for `python -m workflow.status`;
-outside SLURM, when JAX_COMPILATION_CACHE_DIR is set, the first run of each compiled program
+It takes the run folder's lock, DIR/job.json (host, pid, SLURM job id; workflow.runlock),
+which `python -m workflow.status` also reads: a folder whose earlier job still runs is refused
+rather than trained twice at once. A retry (`--attempt` > 1) after a failure that a retry would
+meet again (DIR/failure.json, written by the trainer on an error) stops at once; retries after
+a time limit, preemption (exit 75), node failure or a kill for memory go ahead and resume.
+Inside a SLURM job it passes the trainer `--stop-at`, the job's end time minus a margin, so
+the trainer checkpoints and exits 75 well before the limit. Outside SLURM, when JAX_COMPILATION_CACHE_DIR is set, the first run of each compiled program
 compiles it while later runs of the same program wait for it (claim_first_compile); then
 the process is replaced by the trainer (exec), so SLURM's SIGTERM / SIGUSR2 reach it
 directly and it can write its checkpoint and exit 75.
@@ -22,18 +27,19 @@ import hashlib
 import json
 import os
 import shlex
-import socket
+import subprocess
 import sys
 import time
 
+from algos.runfolder import FAILURE_RECORD, run_id
+from algos.train import record_failure
+from workflow import runlock
 from metrics.atomic import write_text
 
 FAIL_RUNS_ENV = "SAFERL_FAIL_RUNS"
-JOB_MARKER = "job.json"  # read by workflow.status to tell a running job from a dead one
-
-
-def run_id(task: str, bound: str, algo: str, seed: str | int) -> str:
-    return f"{task}/d{bound}/{algo}/seed{seed}"
+LOCK_WAIT_ENV = "SAFERL_LOCK_WAIT_S"  # how long to wait for a live owner of the run folder (default 120)
+STOP_MARGIN_ENV = "SAFERL_STOP_MARGIN_S"  # stop this long before a SLURM job's end (default 600)
+DEFAULT_STOP_MARGIN_S = 600.0
 
 
 def should_fail(run: str, patterns: str | None) -> bool:
@@ -87,11 +93,35 @@ def claim_first_compile(cache_dir: str, key: str):
     return fd
 
 
-def write_job_marker(out_dir: str) -> None:
-    """Who runs this run: the pid survives the exec below, so it is the trainer's."""
-    marker = {"host": socket.gethostname(), "pid": os.getpid(),
-              "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "started": time.time()}
-    write_text(os.path.join(out_dir, JOB_MARKER), json.dumps(marker) + "\n")
+def slurm_end_time(job_id: str) -> float | None:
+    """The SLURM job's end time (its time limit) as a time.time() value, or None."""
+    if os.environ.get("SLURM_JOB_END_TIME", "").isdigit():
+        return float(os.environ["SLURM_JOB_END_TIME"])
+    try:
+        out = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%e"], capture_output=True, text=True,
+                             timeout=30).stdout.strip()
+        return time.mktime(time.strptime(out, "%Y-%m-%dT%H:%M:%S"))
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def stop_time(end: float | None, now: float, margin_s: float = DEFAULT_STOP_MARGIN_S) -> float | None:
+    """When the trainer should checkpoint and stop: `margin_s` before the end, but never more
+    than a fifth of the time left (a short test job still trains)."""
+    if end is None:
+        return None
+    return end - min(margin_s, max(end - now, 0.0) / 5)
+
+
+def previous_failure(out_dir: str) -> str | None:
+    """The error of an earlier attempt that a retry would meet again, or None."""
+    try:
+        with open(os.path.join(out_dir, FAILURE_RECORD)) as f:
+            return str(json.load(f).get("error", "unknown error"))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 
 
 def main(argv: list[str] | None = None) -> None:  # noqa: D103
@@ -99,17 +129,37 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
     for name in ["task", "bound", "algo", "out"]:
         parser.add_argument("--" + name, required=True)
     parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--attempt", type=int, default=1, help="Snakemake's attempt number of this job")
     args, extra = parser.parse_known_args(argv)
     run = run_id(args.task, args.bound, args.algo, args.seed)
     os.makedirs(args.out, exist_ok=True)
-    write_job_marker(args.out)
-    if should_fail(run, os.environ.get(FAIL_RUNS_ENV)):
-        print(f"train_job: {run} fails on purpose ({FAIL_RUNS_ENV}={os.environ[FAIL_RUNS_ENV]!r})",
+    failure = os.path.join(args.out, FAILURE_RECORD)
+    if args.attempt == 1 and os.path.exists(failure):
+        os.remove(failure)  # a new invocation tries again (the cause may be fixed)
+    elif previous_failure(args.out) is not None:
+        print(f"train_job: not retrying {run}: an earlier attempt failed with an error a retry would meet "
+              f"again: {previous_failure(args.out)} ({failure}). Fix the cause, then rerun the sweep.",
               file=sys.stderr, flush=True)
         sys.exit(1)
+    try:
+        print("train_job: " + runlock.acquire(args.out, float(os.environ.get(LOCK_WAIT_ENV, 120))),
+              file=sys.stderr, flush=True)
+    except runlock.RunFolderLocked as err:
+        print(f"train_job: {err}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    if should_fail(run, os.environ.get(FAIL_RUNS_ENV)):
+        message = f"{run} fails on purpose ({FAIL_RUNS_ENV}={os.environ[FAIL_RUNS_ENV]!r})"
+        record_failure(args.out, message)
+        print(f"train_job: {message}", file=sys.stderr, flush=True)
+        sys.exit(1)
     cmd = trainer_argv(args, extra)
+    job_id = os.environ.get("SLURM_JOB_ID")
+    stop_at = stop_time(slurm_end_time(job_id), time.time(),
+                        float(os.environ.get(STOP_MARGIN_ENV, DEFAULT_STOP_MARGIN_S))) if job_id else None
+    if stop_at is not None:
+        cmd += ["--stop-at", f"{stop_at:.0f}"]
     cache_dir = os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    if cache_dir and not os.environ.get("SLURM_JOB_ID"):  # one machine: runs share its cache
+    if cache_dir and not job_id:  # one machine: runs share its cache
         claim_first_compile(cache_dir, program_key(args.task, args.algo, extra))
     print("train_job: exec " + " ".join(cmd), file=sys.stderr, flush=True)
     os.execv(cmd[0], cmd)

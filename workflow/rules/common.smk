@@ -9,12 +9,17 @@
 #   AGGREGATE_FILES      stage-2 outputs (threshold-free) by name, e.g. AGGREGATE_FILES["iqm"]
 #   TIER_FILES           stage-3 outputs (threshold-dependent): "tiers", "conditions"
 #   run_path(name, **wildcards)    a file inside one run's folder
+#   RUN_FILES            the files of a complete run folder (algos.runfolder owns the contract)
 # A rule file that makes products appends their paths to PRODUCT_TARGETS; rule `all`
 # and the report collect them.
 import itertools
 import os
 import sys
 
+from algos import runfolder
+from algos.runfolder import RUN_FILES, bound_label
+from metrics.aggregate import META_FILE, OUTPUT_FILES
+from metrics.tiers import TIER_FILES as _TIER_FILE_NAMES
 from workflow.config_validation import ConfigError, resolve
 
 try:
@@ -23,32 +28,23 @@ except ConfigError as e:
     raise WorkflowError(f"invalid configuration: {e}") from None
 
 
-def bound_label(bound):
-    """Path label of a bound: 25 -> '25', 12.5 -> '12.5' (the trainer gets the same text)."""
-    return str(int(bound)) if float(bound).is_integer() else repr(float(bound))
-
-
 TASKS = CFG["tasks"]
 BOUNDS = [bound_label(b) for b in CFG["bounds"]]
 ALGOS = CFG["algos"]
 SEEDS = CFG["seeds"]
 
-RUN_DIR = "results/runs/{task}/d{bound}/{algo}/seed{seed}"
+RUN_DIR = runfolder.RUN_DIR
 METRICS_DIR = "results/metrics"
 TABLES_DIR = "results/tables"
 FIGURES_DIR = "results/figures"
 LOGS_DIR = "results/logs"
 REPORT = "results/report.html"
 
-AGGREGATE_FILES = {
-    name: f"{METRICS_DIR}/{name}{ext}"
-    for name, ext in [("iqm", ".csv"), ("bootstrap", ".parquet"), ("cdf", ".parquet"),
-                      ("run_metrics", ".parquet"), ("condition_stats", ".parquet"),
-                      ("condition_bootstrap", ".parquet"), ("iterates", ".parquet"),
-                      ("final_episodes", ".parquet"), ("aggregate", ".json")]
-}
-THRESHOLDS_FILE = "results/metrics/thresholds.yaml"
-TIER_FILES = {"tiers": "results/metrics/tiers.csv", "conditions": "results/metrics/conditions.csv"}
+# File names come from the metrics package that writes them (never restated here).
+AGGREGATE_FILES = {name: f"{METRICS_DIR}/{filename}" for name, filename in OUTPUT_FILES.items()}
+AGGREGATE_FILES["aggregate"] = f"{METRICS_DIR}/{META_FILE}"
+THRESHOLDS_FILE = f"{METRICS_DIR}/thresholds.yaml"
+TIER_FILES = {name: f"{METRICS_DIR}/{filename}" for name, filename in _TIER_FILE_NAMES.items()}
 
 RUN_IDS = [dict(task=t, bound=b, algo=a, seed=s)
            for t, b, a, s in itertools.product(TASKS, BOUNDS, ALGOS, SEEDS)]
@@ -66,10 +62,7 @@ def all_runs(name):
 
 
 wildcard_constraints:
-    task=r"[a-z][a-z0-9_]*",
-    bound=r"[0-9]+(\.[0-9]+)?",
-    algo=r"[a-z][a-z0-9_]*",
-    seed=r"[0-9]+",
+    **runfolder.WILDCARD_PATTERNS,
 
 
 # Jobs (local or on SLURM nodes, which see this environment through --export=ALL) must

@@ -6,15 +6,12 @@
 
 rule summarise:
     input:
-        episodes=RUN_DIR + "/episodes.parquet",
-        run=RUN_DIR + "/run.json",
+        episodes=RUN_DIR + "/" + runfolder.EPISODES,
+        run=RUN_DIR + "/" + runfolder.RUN_JSON,
     output:
-        RUN_DIR + "/summary.parquet",
+        RUN_DIR + "/" + runfolder.SUMMARY,
     log:
         LOGS_DIR + "/summarise/{task}/d{bound}/{algo}/seed{seed}.log",
-    resources:
-        runtime=10,
-        mem_mb=2000,
     shell:
         "python -m metrics summarise {input.episodes} --out {output} > {log} 2>&1"
 
@@ -31,9 +28,6 @@ rule aggregate:
     log:
         LOGS_DIR + "/aggregate.log",
     threads: 1
-    resources:
-        runtime=60,
-        mem_mb=8000,
     shell:
         "python -m metrics aggregate {input} --out {params.out}"
         " --reps {params.reps} --seed {params.seed} > {log} 2>&1"

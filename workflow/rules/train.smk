@@ -4,6 +4,9 @@
 # changed): the trainer options of the config. Threads, runtime and test switches are
 # not. A run that stops early (time limit, SIGTERM/SIGUSR2 -> exit 75) leaves
 # DIR/checkpoint/ behind; the retry or the next invocation resumes from there.
+# Resources (runtime, memory, GPUs) are set by the profiles in cluster_profiles/, not here.
+# `train_attempt` is not a resource to schedule by: it tells the job which attempt it is, so
+# a retry after a deterministic failure stops at once (workflow.train_job).
 
 
 from workflow.train_job import trainer_options
@@ -13,24 +16,24 @@ TRAINER_OPTIONS = trainer_options(CFG)
 
 rule train:
     output:
-        episodes=RUN_DIR + "/episodes.parquet",
-        trace=RUN_DIR + "/trace.parquet",
-        run=RUN_DIR + "/run.json",
+        episodes=RUN_DIR + "/" + runfolder.EPISODES,
+        trace=RUN_DIR + "/" + runfolder.TRACE,
+        run=RUN_DIR + "/" + runfolder.RUN_JSON,
     params:
         options=TRAINER_OPTIONS,
     log:
-        LOGS_DIR + "/train/{task}/d{bound}/{algo}/seed{seed}.log",
+        runfolder.TRAIN_LOG,
     threads: CFG["train"].get("threads", 1)
     resources:
-        runtime=30,
-        mem_mb=4000,
+        train_attempt=lambda wildcards, attempt: attempt,
     shell:
         "python -m workflow.train_job --task {wildcards.task} --bound {wildcards.bound}"
         " --algo {wildcards.algo} --seed {wildcards.seed} --out $(dirname {output.run})"
+        " --attempt {resources.train_attempt}"
         " {params.options} >> {log} 2>&1"
 
 
 rule runs:
     """Train every run of the grid, nothing else."""
     input:
-        all_runs("run.json"),
+        [path for name in RUN_FILES for path in all_runs(name)],

@@ -1,0 +1,30 @@
+"""A complete run folder without training: tiny episode and trace tables, written by the
+run-folder writers, and a run.json recording their row counts (tests of the workflow)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from algos import runfolder
+
+
+def complete_run(folder, task="circle", bound=25.0, algo="ppo", seed=0, code_version=None, cost=None) -> Path:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    n_iter, n_env = 2, 3
+    costs = np.full((n_iter, n_env), 10.0) if cost is None else np.full((n_iter, n_env), float(cost))
+    blocks = [runfolder.episode_rows(task, bound, algo, seed, "train", range(n_iter), np.ones((n_iter, n_env)),
+                                     costs, np.full((n_iter, n_env), 64))]
+    for phase in ("final_explore", "final_greedy"):
+        blocks.append(runfolder.episode_rows(task, bound, algo, seed, phase, [n_iter - 1], np.ones((1, n_env)),
+                                             costs[:1], np.full((1, n_env), 64)))
+    episodes = runfolder.episodes_table(blocks)
+    trace = runfolder.trace_table({name: np.arange(n_iter, dtype=np.float64) for name in runfolder.TRACE_COLUMNS})
+    runfolder.write_parquet(folder / runfolder.EPISODES, episodes)
+    runfolder.write_parquet(folder / runfolder.TRACE, trace)
+    runfolder.write_json(folder / runfolder.RUN_JSON, {
+        "complete": True, "config": {"task": task, "bound": bound, "algo": algo, "seed": seed},
+        "rows": {runfolder.EPISODES: episodes.num_rows, runfolder.TRACE: trace.num_rows},
+        "code_version": runfolder.code_version() if code_version is None else code_version})
+    return folder
