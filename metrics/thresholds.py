@@ -75,9 +75,13 @@ def load_thresholds(path=None) -> dict:
     return validate_thresholds(raw, path)
 
 
-def tier_of(values, thresholds) -> np.ndarray:
-    """Tier 0..4 of each entry: ``values`` maps metric name -> array (or scalar) of values."""
-    thresholds = validate_thresholds(thresholds)
+def tier_of(values, thresholds, *, validate: bool = True) -> np.ndarray:
+    """Tier 0..4 of each entry: ``values`` maps metric name -> array (or scalar) of values.
+
+    ``validate=False`` skips the check for thresholds that `validate_thresholds` or
+    `load_thresholds` already returned (callers that assign tiers many times)."""
+    if validate:
+        thresholds = validate_thresholds(thresholds)
     shape = np.broadcast(*[np.asarray(v, dtype=np.float64) for v in values.values()]).shape if values else ()
     reached = np.ones(shape, bool)
     tier = np.zeros(shape, np.int64)
