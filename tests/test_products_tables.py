@@ -21,7 +21,7 @@ def engine(tmp_path_factory):
     summary = metrics.read_summaries([os.path.join(r["dir"], "summary.parquet") for r in runs])
     out = root / "metrics"
     metrics.write_aggregate(metrics.aggregate(summary, reps=200, seed=0), out)
-    metrics.tiers(out)  # PAPER.md Table 1 thresholds
+    metrics.tiers(out)  # the paper's Table 1 thresholds
     (root / "thresholds.yaml").write_text("minimal: {Dnorm: 0.0}\nmoderate: {V: 0.5}\n"
                                           "substantial: {V: 0.1, Dnorm_plus: 0.1}\nstrict: {V: 0.0, Dnorm_plus: 0.0}\n")
     files = {name: str(out / name) for name in ("iqm.csv", "tiers.csv", "conditions.csv", "cdf.parquet",
