@@ -138,6 +138,8 @@ def test_bold_rules_on_a_hand_worked_case_where_they_disagree():
         assert not table.bold[0][col["IQM(R)"]]  # the baseline is never bold
     # all tier 0 when greedy: the paper's rule still bolds the best of each column, the safe rule nothing
     assert any(paper.bold[i][j] for i in range(len(algos)) for j in greedy)
+    greedy_tier = paper.columns.index(("Final, greedy", "Tier"))
+    assert not any(row[greedy_tier] for row in paper.bold)  # tier 0 is never bold
     assert not any(safe.bold[i][j] for i in range(len(algos)) for j in greedy)
     assert paper.notes[-1] == "Bold: best value per column, PPO (unconstrained baseline) excluded."
     assert "tier >= 1" in safe.notes[-1]

@@ -18,7 +18,7 @@ from metrics.schema import FINAL_PHASES, require_columns as _require
 
 from .style import BOUND_COLOR, algo_label, algo_style, apply_rc, format_bound, ordered_algos, task_label
 
-COST_AXIS = "episode cost C (sum of step costs)"
+COST_AXIS = "episode cost c (sum of step costs)"  # one episode's cost; C is a mean of them
 
 
 def figure1(costs: pd.DataFrame, violation: dict[str, float], *, task: str, bound: float, algo: str,

@@ -13,6 +13,7 @@ import copy
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
+from matplotlib import patheffects
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.patches import Patch
 
@@ -98,7 +99,9 @@ def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, threshold
             edges = np.concatenate([[xs[0]], (xs[1:] + xs[:-1]) / 2, [xs[-1]]])
             ax.pcolormesh(edges, np.arange(len(algos) + 1) - 0.5, np.ma.masked_invalid(grid), cmap=cmap, norm=norm)
             tier, metric = key.split(".")
-            ax.axvline(float(thresholds[tier][metric]), color="black", linestyle="--", linewidth=1.0)
+            # white dashes edged in black: visible on the lightest and the darkest tier colour
+            ax.axvline(float(thresholds[tier][metric]), color="white", linestyle="--", linewidth=1.2,
+                       path_effects=[patheffects.withStroke(linewidth=2.6, foreground="black")])
             ax.set_xlim(xs[0] - 0.03 * (xs[-1] - xs[0]), xs[-1])  # a margin so a line at the range's start shows
             ax.grid(False)
             if r == 0:
@@ -106,7 +109,8 @@ def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, threshold
             if r == len(phases) - 1:
                 ax.set_xlabel(f"threshold x on IQM({METRIC_LABELS[metric]})")
     handles = [Patch(facecolor=TIER_COLORS[k], edgecolor="#444444", label=f"{k} {TIER_LABELS[k]}") for k in range(N_TIERS)]
-    handles.append(plt.Line2D([], [], color="black", linestyle="--", label="configured threshold"))
+    handles.append(plt.Line2D([], [], color="white", linestyle="--", linewidth=1.2, label="configured threshold",
+                              path_effects=[patheffects.withStroke(linewidth=2.6, foreground="black")]))
     fig.legend(handles=handles, loc="outside lower center", ncols=N_TIERS + 1, frameon=False, title="tier")
     fig.suptitle("Tier sensitivity: bootstrap tier distribution, and the tier as one threshold moves")
     return fig

@@ -17,7 +17,7 @@ Products read the metrics engine's outputs (docs/metrics.md) and never run it.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 FIGURE, TABLE = "figure", "table"

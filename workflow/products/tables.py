@@ -8,7 +8,7 @@ Bolding (Table 2, A.2, A.3), config `products.bold`: with the paper's rule (`pap
 default) the best value in each column among the algorithms other than the unconstrained
 baseline (config `products.baseline`, PPO) is bold; the stricter `safe` rule also requires
 tier >= 1 (Minimal: IQM(Dnorm) <= 0) in that column's phase. Best is the highest R or tier
-and the lowest C, Dnorm, V or Dnorm+. Ties on unrounded values are all bold.
+and the lowest C, Dnorm, V or Dnorm+; tier 0 is never bold. Ties on unrounded values are all bold.
 """
 from __future__ import annotations
 
@@ -105,7 +105,8 @@ def iqm_table(iqm: pd.DataFrame, tiers: pd.DataFrame, *, title: str, phases, met
             data[f"{phase}_{metric}_ci_low"] = [lows[a] for a in algos]
             data[f"{phase}_{metric}_ci_high"] = [highs[a] for a in algos]
             data[f"{phase}_{metric}_bold"] = [a in winners for a in algos]
-        tier_winners = best_rows({a: float(t) for a, t in tier_of.items()}, eligible, True, baseline)
+        # tier 0 (unsafe) is never bold, even when it is the best there is
+        tier_winners = best_rows({a: float(t) for a, t in tier_of.items() if t >= 1}, eligible, True, baseline)
         columns += [(group, "Tier"), (group, "P(tier)"), (group, "P(T0/../T4)")]
         for i, a in enumerate(algos):
             p = float(tier_by_key.loc[(a, phase), f"p_tier{tier_of[a]}"])
