@@ -48,6 +48,7 @@ def _snakemake(workflow_dir: Path, workdir: Path, *args: str) -> subprocess.Comp
 
 def test_a_toy_figure_added_through_the_product_table_is_built_and_reported(tiny_sweep, tmp_path):
     workflow_dir = tmp_path / "repo"
+    workflow_dir.mkdir()
     for part in WORKFLOW_PARTS:
         src = REPO / part
         if src.is_dir():

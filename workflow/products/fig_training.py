@@ -36,9 +36,11 @@ def _x_column(df):
     return ("env_steps", "environment steps") if "env_steps" in df.columns else ("iteration", "logged iterate j")
 
 
-def _format_steps(ax) -> None:
-    """Step counts of 10^4 and more as a x 10^k offset, so long tick labels never collide."""
-    ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4), useMathText=True)
+def _format_steps(ax, xmax: float) -> None:
+    """Step counts of 10^4 and more as a x 10^k offset, so long tick labels never collide
+    (smaller axes are left exactly as matplotlib draws them)."""
+    if xmax >= 1e4:
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4), useMathText=True)
 
 
 def _plot_band(ax, stats, x, algo, algos):
@@ -72,7 +74,7 @@ def figure_training_curves(per_iterate: pd.DataFrame, *, task: str, window: int 
         axes[1][col].axhline(bound, color=BOUND_COLOR, linestyle="--", linewidth=1.0, label="bound d")
         axes[0][col].set_title(f"d = {format_bound(bound)}")
         axes[1][col].set_xlabel(x_label)
-        _format_steps(axes[1][col])
+        _format_steps(axes[1][col], float(df[x].max()))
     axes[0][0].set_ylabel("episode return R")
     axes[1][0].set_ylabel("episode cost C (sum of step costs)")
     handles, labels = axes[1][0].get_legend_handles_labels()
@@ -125,7 +127,7 @@ def figure_multipliers(traces: pd.DataFrame, *, yscale: str = "linear"):
                 ax.set_title(f"{algo_label(algo)}: {multiplier_symbol(algo)}")
             if r == len(tasks) - 1:
                 ax.set_xlabel(x_label)
-                _format_steps(ax)
+                _format_steps(ax, float(df[x].max()))
             if c == 0:
                 ax.set_ylabel(f"{task_label(task)}\nmultiplier (unitless)")
     seen = {}
