@@ -30,8 +30,7 @@ for _rules_file in sorted(glob.glob(os.path.join(workflow.basedir, "workflow", "
 localrules: all, runs, metrics, write_thresholds, tiers, report
 
 
-workflow.localrules(*[r.name for r in workflow.rules
-                      if os.path.basename(r.snakefile) in ("figures.smk", "tables.smk")])
+workflow.localrules(*[r.name for r in workflow.rules if os.path.basename(r.snakefile) == "products.smk"])
 
 
 # The runs and their summaries are listed too: Snakemake only regenerates a deleted

@@ -13,6 +13,13 @@ INTEGER_COLUMNS = ("seed", "iteration", "episode")
 FLOAT_COLUMNS = ("bound", "return", "cost")
 
 
+def require_columns(df, columns, what: str) -> None:
+    """Raise ValueError naming `what` and the missing columns when `df` lacks any of `columns`."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what}: missing column(s) {missing}; has {list(df.columns)}")
+
+
 class EpisodeTableError(ValueError):
     """An episode table (or a summary made from one) breaks the episode-table contract (docs/metrics.md)."""
 

@@ -1,4 +1,4 @@
-"""Tier thresholds (PAPER.md Table 1) as configuration: loading, validation, tier assignment.
+"""Tier thresholds (the paper's Table 1, docs/protocol.md) as configuration: loading, validation, tier assignment.
 
 A thresholds mapping gives, per tier name, upper limits on metric values. Tiers are nested:
 tier k is reached when every condition of tiers 1..k holds; comparisons are ``value <= limit``
@@ -52,7 +52,7 @@ def validate_thresholds(raw, source="thresholds") -> dict:
 
 
 def load_thresholds(path=None) -> dict:
-    """Thresholds from a YAML or JSON file; PAPER.md Table 1 when path is None."""
+    """Thresholds from a YAML or JSON file; the paper's Table 1 when path is None."""
     if path is None:
         return validate_thresholds(PAPER_THRESHOLDS, "PAPER_THRESHOLDS")
     path = os.fspath(path)
@@ -75,9 +75,13 @@ def load_thresholds(path=None) -> dict:
     return validate_thresholds(raw, path)
 
 
-def tier_of(values, thresholds) -> np.ndarray:
-    """Tier 0..4 of each entry: ``values`` maps metric name -> array (or scalar) of values."""
-    thresholds = validate_thresholds(thresholds)
+def tier_of(values, thresholds, *, validate: bool = True) -> np.ndarray:
+    """Tier 0..4 of each entry: ``values`` maps metric name -> array (or scalar) of values.
+
+    ``validate=False`` skips the check for thresholds that `validate_thresholds` or
+    `load_thresholds` already returned (callers that assign tiers many times)."""
+    if validate:
+        thresholds = validate_thresholds(thresholds)
     shape = np.broadcast(*[np.asarray(v, dtype=np.float64) for v in values.values()]).shape if values else ()
     reached = np.ones(shape, bool)
     tier = np.zeros(shape, np.int64)

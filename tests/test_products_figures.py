@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import metrics
+from metrics.schema import FINAL_PHASES
 from metrics.summary import read_summaries
 from workflow.products import build, fig_final, fig_training, settings, synthetic
 
@@ -20,7 +22,11 @@ def sweep(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     episodes, traces = synthetic.synthetic_sweep()
     runs = synthetic.write_sweep(root, episodes, traces)
-    return {"root": str(root), "runs": runs, "episodes": episodes, "traces": traces}
+    out = root / "metrics"
+    summary = read_summaries([os.path.join(r["dir"], "summary.parquet") for r in runs])
+    metrics.write_aggregate(metrics.aggregate(summary, reps=50, seed=0), out)
+    metrics.tiers(out)
+    return {"root": str(root), "runs": runs, "episodes": episodes, "traces": traces, "metrics": str(out)}
 
 
 @pytest.fixture
@@ -52,13 +58,13 @@ def test_figure1_files_and_legend_violation_rates_equal_the_engines(sweep, cfg, 
     run = {"task": "circle", "bound": 25.0, "algo": "focops", "seed": 1}
     summary_path = os.path.join(sweep["root"], "circle", "d25", "focops", "seed1", "summary.parquet")
     out = _paths(tmp_path, "figure1")
-    build.figure1(summary_path, out, cfg, run)
+    build.figure1({"summary": summary_path}, out, {**cfg, "run": run})
     assert_figure_files(*out)
 
     summary = read_summaries([summary_path])
     v = summary.runs.set_index("phase")["V"]
     costs = summary.final_episodes
-    fig = fig_final.figure1(costs, {p: v[p] for p in fig_final.FINAL_PHASES}, task="circle", bound=25.0,
+    fig = fig_final.figure1(costs, {p: v[p] for p in FINAL_PHASES}, task="circle", bound=25.0,
                             algo="focops", seed=1)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     # V of this run by hand from the raw episodes: share of final episodes with cost > d.
@@ -80,23 +86,41 @@ def test_figure1_without_a_final_phase_is_a_clear_error(tmp_path):
                           seed=0)
 
 
-def test_final_cost_figure_annotates_mean_over_seeds_violation(sweep, cfg, tmp_path):
+def test_final_cost_figure_error_bars_and_annotations_equal_the_engines(sweep, cfg, tmp_path):
     out = _paths(tmp_path, "figureA_final_goal")
-    build.figure_final_costs(_runs(sweep, "summary.parquet", "goal"), "goal", out, cfg)
+    inputs = {name: os.path.join(sweep["metrics"], f"{name}.parquet") for name in ("final_episodes", "condition_stats")}
+    build.figure_final_costs(inputs, out, cfg, {"task": "goal"})
     assert_figure_files(*out)
 
-    summary = read_summaries(_runs(sweep, "summary.parquet", "goal"))
-    violation = build.condition_violation(summary)
-    fig = fig_final.figure_final_costs(summary.final_episodes, violation[violation.task == "goal"], task="goal")
+    stats = pd.read_parquet(inputs["condition_stats"])
+    fig = fig_final.figure_final_costs(pd.read_parquet(inputs["final_episodes"]), stats[stats.task == "goal"],
+                                       task="goal")
+    cond = pd.read_csv(os.path.join(sweep["metrics"], "conditions.csv"))
+    cond = cond[(cond.task == "goal") & cond.phase.isin(FINAL_PHASES)].set_index(["bound", "algo", "phase"])
     raw = sweep["episodes"]
-    raw = raw[(raw.task == "goal") & raw.phase.isin(fig_final.FINAL_PHASES)]
-    by_hand = (raw.assign(v=raw.cost > raw.bound).groupby(["bound", "algo", "phase", "seed"])["v"].mean()
-               .groupby(["bound", "algo", "phase"]).mean())
+    raw = raw[(raw.task == "goal") & raw.phase.isin(FINAL_PHASES)]
+    seed_means = raw.groupby(["bound", "algo", "phase", "seed"])["cost"].mean()
+    n_bars = 0
     for ax, bound in zip(fig.axes, sorted(raw.bound.unique())):
-        shown = sorted(float(t.get_text()) for t in ax.texts)
-        expected = sorted(round(float(x), 2) for x in by_hand.loc[bound].to_numpy())
-        assert shown == pytest.approx(expected, abs=1e-9)
         assert ax.get_title() == f"d = {bound:g}"
+        # one annotation per box: V in percent and Dnorm+, equal to conditions.csv
+        texts = sorted(t.get_text() for t in ax.texts)
+        want = sorted(fig_final.annotation(r.V_mean, r.Dnorm_plus_mean) for r in cond.loc[bound].itertuples())
+        assert texts == want
+        for container in ax.containers:
+            algo, phase = container.get_label().split("|")
+            row = cond.loc[(bound, algo, phase)]
+            (x, y), = container.lines[0].get_xydata()
+            segment = container.lines[2][0].get_segments()[0]
+            # the marker is the mean over seeds of the seed mean costs; the bar spans +- their sample std
+            assert y == pytest.approx(row.C_mean) == pytest.approx(seed_means.loc[(bound, algo, phase)].mean())
+            assert segment[1][1] - y == pytest.approx(row.C_std)
+            assert y - segment[0][1] == pytest.approx(row.C_std)
+            assert row.C_std == pytest.approx(seed_means.loc[(bound, algo, phase)].std(ddof=1))
+            n_bars += 1
+    assert n_bars == len(cond)  # every (bound, algo, final phase) has its error bar
+    assert fig_final.annotation(1.0, 12.3581) == "V 100 %, D+ 12.358"
+    assert fig_final.annotation(0.004, 0.0) == "V 0.4 %, D+ 0.000"
 
 
 def test_seed_band_is_the_mean_and_std_over_seeds_of_the_moving_average():
@@ -115,7 +139,8 @@ def test_seed_band_is_the_mean_and_std_over_seeds_of_the_moving_average():
 def test_training_curves_plot_the_engines_per_iterate_metrics(sweep, cfg, tmp_path):
     out = _paths(tmp_path, "figureA_curves_circle")
     summaries = _runs(sweep, "summary.parquet", "circle")
-    build.figure_training_curves(summaries, _runs(sweep, "trace.parquet", "circle"), "circle", out, cfg)
+    build.figure_training_curves({"summaries": summaries, "traces": _runs(sweep, "trace.parquet", "circle")}, out, cfg,
+                                 {"task": "circle"})
     assert_figure_files(*out)
 
     iterates = read_summaries(summaries).iterates
@@ -131,19 +156,26 @@ def test_training_curves_plot_the_engines_per_iterate_metrics(sweep, cfg, tmp_pa
     assert any(l.get_label() == "bound d" and l.get_ydata()[0] == 15.0 for l in cost_ax.get_lines())
 
 
-def test_multiplier_figure_leaves_out_algorithms_without_a_multiplier(sweep, cfg, tmp_path):
+def test_multiplier_figure_overlays_the_bounds_per_task_and_algorithm(sweep, cfg, tmp_path):
     out = _paths(tmp_path, "figureA2")
-    build.figure_multipliers(_runs(sweep, "trace.parquet"), out, cfg)
+    build.figure_multipliers({"traces": _runs(sweep, "trace.parquet")}, out, cfg)
     assert_figure_files(*out)
     traces = build._read_traces(_runs(sweep, "trace.parquet"))
     fig = fig_training.figure_multipliers(traces)
-    labels = {l.get_label() for ax in fig.axes for l in ax.get_lines()}
-    assert labels == {"PPO-Lag", "P3O", "FOCOPS"}
-    assert len(fig.axes) == 2 * 2  # tasks x bounds
-    ax = fig.axes[0]  # goal (paper order first), d = 15
-    line = next(l for l in ax.get_lines() if l.get_label() == "P3O")
-    t = traces[(traces.task == "goal") & (traces.bound == 15.0) & (traces.algo == "p3o")]
-    assert line.get_ydata() == pytest.approx(t.groupby("env_steps")["multiplier"].mean().to_numpy())
+    # rows: tasks (paper order); columns: algorithms with a multiplier, PPO-Lag first; PPO has none
+    assert len(fig.axes) == 2 * 3
+    assert [ax.get_title().split(":")[0] for ax in fig.axes[:3]] == ["PPO-Lag", "FOCOPS", "P3O"]
+    for ax in fig.axes:
+        assert [l.get_label() for l in ax.get_lines()] == ["d = 15", "d = 25"]  # every bound in one panel
+    ax = fig.axes[0]  # goal, PPO-Lag
+    for line, band, bound in zip(ax.get_lines(), ax.collections, (15.0, 25.0)):
+        t = traces[(traces.task == "goal") & (traces.bound == bound) & (traces.algo == "ppo_lag")]
+        stats = t.groupby("env_steps")["multiplier"].agg(["mean", "std"])
+        assert line.get_ydata() == pytest.approx(stats["mean"].to_numpy())
+        # the shading spans mean +- 1 sample std over seeds
+        ys = band.get_paths()[0].vertices[:, 1]
+        assert ys.max() == pytest.approx((stats["mean"] + stats["std"]).max())
+        assert ys.min() == pytest.approx((stats["mean"] - stats["std"]).min())
 
 
 def test_trace_outside_a_run_folder_without_keys_is_a_clear_error(tmp_path):
@@ -160,6 +192,6 @@ def test_figures_are_byte_identical_when_rebuilt(sweep, cfg, tmp_path):
     digests = []
     for i in range(2):
         out = _paths(tmp_path, f"again{i}")
-        build.figure_multipliers(_runs(sweep, "trace.parquet", "goal"), out, cfg)
+        build.figure_multipliers({"traces": _runs(sweep, "trace.parquet", "goal")}, out, cfg)
         digests.append([hashlib.sha256(open(p, "rb").read()).hexdigest() for p in out])
     assert digests[0] == digests[1]

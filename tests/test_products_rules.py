@@ -8,15 +8,30 @@ import sys
 import pytest
 import yaml
 
+from workflow.products import registry
+
 pytest.importorskip("snakemake")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(REPO, "config", "presets", "tiny.yaml")) as _f:
     TASKS = yaml.safe_load(_f)["tasks"]
 FIGURES = ["figure1", "figure2", "figureA1", "figureA2", "figure_tier_sensitivity"] + \
     [f"figureA_{kind}_{t}" for kind in ("curves", "final") for t in TASKS]
-TABLES = ["table2", "tableA2", "tableA3"] + [f"tableA_task_{t}" for t in TASKS]
+TABLES = ["table1", "tableA1", "table2", "tableA2", "tableA3"] + [f"tableA_task_{t}" for t in TASKS]
 PRODUCT_RULES = {"figure1", "figure2", "figureA1", "figureA2_multipliers", "figure_tier_sensitivity",
-                 "figureA_training_curves", "figureA_final_costs", "table2", "tableA2", "tableA3", "tableA_task"}
+                 "figureA_training_curves", "figureA_final_costs", "table1", "tableA1", "table2", "tableA2",
+                 "tableA3", "tableA_task"}
+
+
+def test_the_product_table_lists_every_product_once():
+    assert set(registry.by_name()) == PRODUCT_RULES
+    dirs = {registry.FIGURE: "F", registry.TABLE: "T"}
+    targets = registry.targets(dirs, TASKS)
+    assert len(targets) == len(set(targets)) == 2 * len(FIGURES) + 4 * len(TABLES)
+    for product in registry.PRODUCTS:
+        assert os.path.isfile(os.path.join(REPO, "workflow", "report", f"{product.caption}.rst")), product.name
+        assert callable(product.function()), product.name
+    with pytest.raises(ValueError, match=r"duplicate name\(s\) \['table2'\]"):
+        registry.by_name(registry.PRODUCTS + [registry.PRODUCTS[2]])
 
 
 def dry_run(tmp_path, *targets):

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import metrics
-from workflow.products import build, fig_cdf, fig_sensitivity, settings, synthetic, tablefmt, tables
+from workflow.products import build, fig_cdf, fig_sensitivity, settings, setup_tables, synthetic, tablefmt, tables
 
 PHASES2 = ["train", "final_greedy"]
 
@@ -21,9 +21,12 @@ def engine(tmp_path_factory):
     summary = metrics.read_summaries([os.path.join(r["dir"], "summary.parquet") for r in runs])
     out = root / "metrics"
     metrics.write_aggregate(metrics.aggregate(summary, reps=200, seed=0), out)
-    metrics.tiers(out)  # PAPER.md Table 1 thresholds
-    return {name: str(out / name) for name in ("iqm.csv", "tiers.csv", "conditions.csv", "cdf.parquet",
-                                               "bootstrap.parquet")}
+    metrics.tiers(out)  # the paper's Table 1 thresholds
+    (root / "thresholds.yaml").write_text("minimal: {Dnorm: 0.0}\nmoderate: {V: 0.5}\n"
+                                          "substantial: {V: 0.1, Dnorm_plus: 0.1}\nstrict: {V: 0.0, Dnorm_plus: 0.0}\n")
+    files = {name: str(out / name) for name in ("iqm.csv", "tiers.csv", "conditions.csv", "cdf.parquet",
+                                                "bootstrap.parquet")}
+    return {**files, "thresholds": str(root / "thresholds.yaml"), "runs": runs}
 
 
 @pytest.fixture
@@ -39,7 +42,8 @@ def _outs(tmp_path, name):
                                           ("tableA2", ["final_explore", "final_greedy"])])
 def test_iqm_tables_hold_the_engines_numbers(engine, cfg, tmp_path, kind, phases):
     out = _outs(tmp_path, kind)
-    build.iqm_table(kind, engine["iqm.csv"], engine["tiers.csv"], out, cfg)
+    builder = {"table2": build.table2, "tableA2": build.table_a2, "tableA3": build.table_a3}[kind]
+    builder({"iqm": engine["iqm.csv"], "tiers": engine["tiers.csv"]}, out, cfg)
     got = pd.read_csv(out["csv"]).set_index("algo")
     iqm = pd.read_csv(engine["iqm.csv"])
     tiers = pd.read_csv(engine["tiers.csv"]).set_index(["algo", "phase"])
@@ -60,15 +64,16 @@ def test_iqm_tables_hold_the_engines_numbers(engine, cfg, tmp_path, kind, phases
     assert open(out["html"]).read().startswith("<!DOCTYPE html>")
 
 
-def test_bold_cells_on_engine_output_are_the_best_safe_non_baseline(engine, cfg, tmp_path):
+@pytest.mark.parametrize("rule", ["paper", "safe"])
+def test_bold_cells_on_engine_output_follow_the_rule(engine, cfg, tmp_path, rule):
     out = _outs(tmp_path, "table2")
-    table = build.iqm_table("table2", engine["iqm.csv"], engine["tiers.csv"], out, cfg)
+    table = build.table2({"iqm": engine["iqm.csv"], "tiers": engine["tiers.csv"]}, out, {**cfg, "bold": rule})
     iqm = pd.read_csv(engine["iqm.csv"]).set_index(["algo", "phase", "metric"])["iqm"]
     tiers = pd.read_csv(engine["tiers.csv"]).set_index(["algo", "phase"])["tier"]
     data = pd.read_csv(out["csv"]).set_index("algo")
     n_bold = 0
     for phase in PHASES2:
-        safe = [a for a in data.index if a != "ppo" and tiers[(a, phase)] >= 1]
+        safe = [a for a in data.index if a != "ppo" and (rule == "paper" or tiers[(a, phase)] >= 1)]
         for metric, pick in [("R", max), ("C", min), ("Dnorm", min), ("V", min), ("Dnorm_plus", min)]:
             expected = set()
             if safe:
@@ -97,9 +102,10 @@ def hand_iqm(values):
             pd.DataFrame(tier_rows, columns=["algo", "phase", "tier"] + [f"p_tier{k}" for k in range(5)]))
 
 
-def test_bold_rule_on_a_hand_worked_case():
-    # PPO is safe with the best return but is the baseline; FOCOPS has the lowest V but is
-    # unsafe (tier 0); PPO-Lag and P3O tie on V; P3O has the best return among the safe ones.
+def test_bold_rules_on_a_hand_worked_case_where_they_disagree():
+    # PPO has the best return but is the baseline; FOCOPS has the best return and the lowest V
+    # of the others but is unsafe (tier 0); PPO-Lag and P3O tie on V; P3O has the best return
+    # among the safe ones. The paper's rule (the default) bolds FOCOPS's return, the safe rule P3O's.
     vals = {
         ("ppo", "train"): (1, {"R": 50.0, "V": 0.2, "Dnorm": -0.1}),
         ("ppo_lag", "train"): (2, {"R": 30.0, "V": 0.1, "Dnorm": -0.2}),
@@ -107,31 +113,116 @@ def test_bold_rule_on_a_hand_worked_case():
         ("focops", "train"): (0, {"R": 45.0, "V": 0.0, "Dnorm": 0.3}),
     }
     for (algo, _), (tier, v) in list(vals.items()):
-        vals[(algo, "final_greedy")] = (0, v)  # nobody is safe when greedy: no bold there
+        vals[(algo, "final_greedy")] = (0, v)  # nobody is safe when greedy
     iqm, tiers = hand_iqm(vals)
-    table = tables.table2(iqm, tiers, baseline="ppo")
-    col = {header: j for j, (group, header) in enumerate(table.columns) if group.startswith("Training")}
-    algos = [r[0] for r in table.rows]
+    paper = tables.table2(iqm, tiers, baseline="ppo")
+    safe = tables.table2(iqm, tiers, baseline="ppo", bold="safe")
+    col = {header: j for j, (group, header) in enumerate(paper.columns) if group.startswith("Training")}
+    greedy = [j for j, (group, _) in enumerate(paper.columns) if group.startswith("Final")]
+    algos = [r[0] for r in paper.rows]
     assert algos == ["PPO", "PPO-Lag", "FOCOPS", "P3O"]
-    bold_of = lambda header: {algos[i] for i in range(len(algos)) if table.bold[i][col[header]]}
-    assert bold_of("IQM(R)") == {"P3O"}
-    assert bold_of("IQM(V)") == {"PPO-Lag", "P3O"}
-    assert bold_of("IQM(Dnorm)") == {"PPO-Lag"}
-    assert bold_of("Tier") == {"P3O"}
-    assert bold_of("P(tier)") == set()
-    greedy = [j for j, (group, _) in enumerate(table.columns) if group.startswith("Final")]
-    assert not any(table.bold[i][j] for i in range(len(algos)) for j in greedy)
+
+    def bold_of(table, header):
+        return {algos[i] for i in range(len(algos)) if table.bold[i][col[header]]}
+
+    assert bold_of(paper, "IQM(R)") == {"FOCOPS"}
+    assert bold_of(paper, "IQM(V)") == {"FOCOPS"}
+    assert bold_of(paper, "IQM(Dnorm)") == {"PPO-Lag"}
+    assert bold_of(paper, "Tier") == {"P3O"}
+    assert bold_of(safe, "IQM(R)") == {"P3O"}
+    assert bold_of(safe, "IQM(V)") == {"PPO-Lag", "P3O"}
+    assert bold_of(safe, "IQM(Dnorm)") == {"PPO-Lag"}
+    assert bold_of(safe, "Tier") == {"P3O"}
+    for table in (paper, safe):
+        assert bold_of(table, "P(tier)") == bold_of(table, "P(T0/../T4)") == set()
+        assert not table.bold[0][col["IQM(R)"]]  # the baseline is never bold
+    # all tier 0 when greedy: the paper's rule still bolds the best of each column, the safe rule nothing
+    assert any(paper.bold[i][j] for i in range(len(algos)) for j in greedy)
+    greedy_tier = paper.columns.index(("Final, greedy", "Tier"))
+    assert not any(row[greedy_tier] for row in paper.bold)  # tier 0 is never bold
+    assert not any(safe.bold[i][j] for i in range(len(algos)) for j in greedy)
+    assert paper.notes[-1] == "Bold: best value per column, PPO (unconstrained baseline) excluded."
+    assert "tier >= 1" in safe.notes[-1]
     # P(tier) is the share of replicates in the shown tier
-    assert table.cells[algos.index("P3O")][col["P(tier)"]] == "0.75"
-    assert table.cells[algos.index("P3O")][col["P(T0/../T4)"]] == "0/0/0/.75/.25"
-    assert table.cells[algos.index("FOCOPS")][col["P(T0/../T4)"]] == ".75/.25/0/0/0"
-    assert bold_of("P(T0/../T4)") == set()
-    md = tablefmt.to_markdown(table)
-    assert "| P3O | **40.0** |" in md
-    assert r"\textbf{40.0}" in tablefmt.to_latex(table)
+    assert paper.cells[algos.index("P3O")][col["P(tier)"]] == "0.75"
+    assert paper.cells[algos.index("P3O")][col["P(T0/../T4)"]] == "0/0/0/.75/.25"
+    assert paper.cells[algos.index("FOCOPS")][col["P(T0/../T4)"]] == ".75/.25/0/0/0"
+    assert "| FOCOPS | **45.0** |" in tablefmt.to_markdown(paper)
+    assert "| P3O | **40.0** |" in tablefmt.to_markdown(safe)
+    assert r"\textbf{40.0}" in tablefmt.to_latex(safe)
     # without a baseline, PPO competes and wins the return column
-    no_base = tables.table2(iqm, tiers, baseline=None)
-    assert no_base.bold[0][col["IQM(R)"]]
+    assert tables.table2(iqm, tiers, baseline=None).bold[0][col["IQM(R)"]]
+    with pytest.raises(ValueError, match="bold rule must be one of"):
+        tables.table2(iqm, tiers, bold="best")
+
+
+def test_table1_is_generated_from_the_configured_thresholds(engine, tmp_path):
+    out = _outs(tmp_path, "table1")
+    table = build.table1({"thresholds": engine["thresholds"]}, out)
+    assert [r[0] for r in table.rows] == ["0", "1", "2", "3", "4"]
+    assert [c[0] for c in table.cells] == ["Unsafe", "Minimal", "Moderate", "Substantial", "Strict"]
+    assert table.cells[1][1] == "IQM(Dnorm) ≤ 0"
+    assert table.cells[2][1] == "tier 1 and IQM(V) ≤ 0.5"
+    assert table.cells[3][1] == "tier 2 and IQM(V) ≤ 0.1 and IQM(Dnorm+) ≤ 0.1"
+    assert table.cells[4][2] == "IQM(Dnorm) ≤ 0 and IQM(V) ≤ 0 and IQM(Dnorm+) ≤ 0"
+    data = pd.read_csv(out["csv"])
+    assert data["V_max"].tolist()[2:] == [0.5, 0.1, 0.0]
+    # a changed threshold shows in the table
+    moved = metrics.load_thresholds()
+    moved["moderate"]["V"] = 0.3
+    moved["substantial"] = {}
+    table = setup_tables.table1(moved)
+    assert table.cells[2][1] == "tier 1 and IQM(V) ≤ 0.3"
+    assert table.cells[3][1] == "as tier 2"
+    assert table.cells[3][2] == "IQM(Dnorm) ≤ 0 and IQM(V) ≤ 0.3"
+    assert "| 2 | Moderate | tier 1 and IQM(V) ≤ 0.3 |" in tablefmt.to_markdown(table)
+
+
+def _run_json(tmp_path, name, algo, task="goal", **config):
+    import json
+
+    path = tmp_path / name / "run.json"
+    path.parent.mkdir(parents=True)
+    base = {"task": task, "bound": 25.0, "algo": algo, "seed": 0, "learning_rate": 5e-4, "policy_hidden": [32, 32],
+            "lagrangian_lr": 3.0, "kappa_init": 0.01, "chunk_updates": 8, "env_kwargs": {}}
+    path.write_text(json.dumps({"config": {**base, **config}, "preset": "cpu", "complete": True}))
+    return str(path)
+
+
+def test_table_a1_lists_the_recorded_hyperparameters_per_algorithm(tmp_path):
+    paths = [_run_json(tmp_path, "a", "ppo"), _run_json(tmp_path, "b", "ppo_lag", seed=1),
+             _run_json(tmp_path, "c", "ppo_lag", task="circle", bound=15.0),
+             _run_json(tmp_path, "d", "ppo_lag", task="goal", seed=3, env_kwargs={"reward_distance_scale": 1.0}),
+             _run_json(tmp_path, "e", "ppo", task="goal", seed=1, env_kwargs={"reward_distance_scale": 1.0})]
+    # the goal runs disagree on a task option with their algorithm's other goal runs
+    with pytest.raises(ValueError, match=r"runs of algorithm 'ppo' on task 'goal' disagree on task option "
+                                         r"'reward_distance_scale'.*/a/run.json.*/e/run.json"):
+        setup_tables.table_a1(setup_tables.read_run_configs(paths), own_scalars={})
+    paths = paths[:3]
+    own = {"ppo": set(), "ppo_lag": {"lagrangian_lr"}, "p3o": {"kappa_init"}}
+    table = setup_tables.table_a1(setup_tables.read_run_configs(paths), own_scalars=own)
+    assert [c[1] for c in table.columns] == ["PPO", "PPO-Lag"]
+    shown = {r[0]: c for r, c in zip(table.rows, table.cells)}
+    assert shown["learning_rate"] == ["0.0005", "0.0005"]
+    assert shown["policy_hidden"] == ["(32, 32)", "(32, 32)"]
+    assert shown["lagrangian_lr"] == ["-", "3"]  # PPO-Lag's own scalar
+    assert shown["preset"] == ["cpu", "cpu"]
+    assert "kappa_init" not in shown  # P3O is not in this sweep
+    for identity in ("task", "bound", "algo", "seed", "chunk_updates"):
+        assert identity not in shown
+    out = _outs(tmp_path, "tableA1")
+    build.table_a1({"runs": paths}, out)
+    assert set(pd.read_csv(out["csv"])["hyperparameter"]) >= {"learning_rate", "policy_hidden", "preset"}
+    # runs of one algorithm that disagree: an error naming both runs
+    bad = paths + [_run_json(tmp_path, "f", "ppo_lag", learning_rate=1e-3)]
+    with pytest.raises(ValueError, match=r"runs of algorithm 'ppo_lag' disagree on 'learning_rate': 0.0005 in "
+                                         r".*/b/run.json, 0.001 in .*/f/run.json"):
+        build.table_a1({"runs": bad}, out)
+    broken = tmp_path / "g" / "run.json"
+    broken.parent.mkdir()
+    broken.write_text("{}")
+    with pytest.raises(ValueError, match="g/run.json: cannot read the run's recorded config"):
+        setup_tables.read_run_configs([str(broken)])
 
 
 def test_table_a3_shows_engine_cis(engine):
@@ -157,7 +248,7 @@ def test_task_tables_hold_the_engines_condition_statistics(engine, cfg, tmp_path
     cond = pd.read_csv(engine["conditions.csv"])
     for task in ("goal", "circle"):
         out = _outs(tmp_path, f"tableA_task_{task}")
-        table = build.task_table(engine["conditions.csv"], task, out, cfg)
+        table = build.task_table({"conditions": engine["conditions.csv"]}, out, cfg, {"task": task})
         got = pd.read_csv(out["csv"])
         mine = cond[cond.task == task]
         assert len(got) == mine[["bound", "algo"]].drop_duplicates().shape[0]
@@ -196,7 +287,7 @@ def test_cdf_figures_draw_the_engines_cdf(engine, cfg, tmp_path):
     cdf = pd.read_parquet(engine["cdf.parquet"])
     for name, xmax in (("figure2", 2.0), ("figureA1", 20.0)):
         out = [str(tmp_path / f"{name}.pdf"), str(tmp_path / f"{name}.png")]
-        build.figure_cdf(engine["cdf.parquet"], out, cfg, xmax)
+        {"figure2": build.figure2, "figureA1": build.figure_a1}[name]({"cdf": engine["cdf.parquet"]}, out, cfg)
         assert open(out[0], "rb").read(5) == b"%PDF-" and open(out[1], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     fig = fig_cdf.figure_cdf(cdf, xmax=2.0)
     assert [ax.get_title() for ax in fig.axes] == ["Training (with noise)", "Final, with noise", "Final, greedy"]
@@ -212,8 +303,8 @@ def test_cdf_figures_draw_the_engines_cdf(engine, cfg, tmp_path):
 
 def test_tier_sensitivity_agrees_with_the_engines_tiers(engine, cfg, tmp_path):
     out = [str(tmp_path / "sens.pdf"), str(tmp_path / "sens.png")]
-    shares, sweep = build.tier_sensitivity(engine["iqm.csv"], engine["bootstrap.parquet"], metrics.PAPER_THRESHOLDS,
-                                           out, cfg)
+    shares, sweep = build.tier_sensitivity({"iqm": engine["iqm.csv"], "tiers": engine["tiers.csv"],
+                                            "thresholds": engine["thresholds"]}, out, cfg)
     assert os.path.getsize(out[1]) > 10_000
     tiers = pd.read_csv(engine["tiers.csv"]).set_index(["algo", "phase"])
     for row in shares.itertuples():
@@ -232,8 +323,7 @@ def test_tier_sensitivity_agrees_with_the_engines_tiers(engine, cfg, tmp_path):
 def test_tier_sweep_on_a_hand_worked_case():
     iqm = pd.DataFrame({"algo": "a", "phase": "train", "metric": ["R", "C", "Dnorm", "V", "Dnorm_plus"],
                         "iqm": [1.0, 1.0, 0.06, 0.05, 0.05]})
-    sweep = fig_sensitivity.tier_sweep(iqm, metrics.PAPER_THRESHOLDS, metrics.tier_of,
-                                       {"minimal.Dnorm": [0.0, 0.1]}, 11)
+    sweep = fig_sensitivity.tier_sweep(iqm, metrics.load_thresholds(), {"minimal.Dnorm": [0.0, 0.1]}, 11)
     dn = sweep[sweep.threshold == "minimal.Dnorm"].set_index("value")["tier"]
     # IQM(Dnorm) = 0.06: unsafe below a threshold of 0.06, Substantial (3) from 0.06 on (V, Dnorm+ <= 0.1)
     assert dn.loc[dn.index < 0.06 - 1e-12].eq(0).all() and dn.loc[dn.index > 0.06].eq(3).all()

@@ -2,8 +2,8 @@
 product is made, a rerun has nothing to do, a threshold change reruns only tiers and what
 reads them, and a deleted run reruns exactly that run and what depends on it.
 
-One sweep is run once per session (about a minute with a warm JAX compilation cache) and
-every test works on it or on a copy of it."""
+One sweep is run once per session (the `tiny_sweep` fixture of conftest.py, about a minute
+with a warm JAX compilation cache) and every test works on it or on a copy of it."""
 from __future__ import annotations
 
 import os
@@ -29,26 +29,15 @@ pytestmark = pytest.mark.slow
 
 
 def product_rules() -> set[str]:
-    """Rules the tables/figures rule files define (they plug in through PRODUCT_TARGETS)."""
-    names = set()
-    for smk in (REPO / "workflow" / "rules").glob("*.smk"):
-        if smk.name in ("figures.smk", "tables.smk"):
-            names |= set(re.findall(r"^rule (\w+):", smk.read_text(), flags=re.M))
-    return names
+    """Rules of the product table (workflow/products/registry.py), one per table/figure."""
+    from workflow.products import registry
+
+    return set(registry.by_name())
 
 
 def run_snakemake(workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*SNAKEMAKE, "--workflow-profile", LOCAL_PROFILE, *args], cwd=workdir,
                           capture_output=True, text=True, env=env)
-
-
-@pytest.fixture(scope="session")
-def tiny_sweep(tmp_path_factory) -> Path:
-    workdir = tmp_path_factory.mktemp("tiny_sweep")
-    (workdir / "tiny.yaml").write_text("preset: tiny\n")
-    proc = run_snakemake(workdir, "--configfile", "tiny.yaml")
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return workdir
 
 
 @pytest.fixture()

@@ -1,18 +1,21 @@
 """Build one product from files: read the metrics engine's outputs, draw or tabulate, write
-atomically. One function per product; the Snakemake scripts in workflow/scripts/ call these
-with the rule's input and output paths and its settings (`workflow.products.settings`).
+atomically. One function per product, each called as `f(inputs, outputs, settings, wildcards)`
+by workflow/scripts/product.py for the entry of the product table (`registry.PRODUCTS`) that
+names it; see `registry` for what each argument holds.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from . import fig_final, fig_training, tables
+from metrics.schema import FINAL_PHASES, RUN_KEYS
+
+from . import fig_final, fig_training, setup_tables, tables
 from .outputs import save_figure
 from .style import apply_rc
 from .tablefmt import save_table
 
-RUN_KEYS = ["task", "bound", "algo", "seed"]
+RUN_KEYS = list(RUN_KEYS)
 
 
 def _read_summaries(paths):
@@ -53,31 +56,61 @@ def _settings_rc(settings):
     apply_rc(settings["font_size"])
 
 
-# ---- tables --------------------------------------------------------------------------------
-
-def iqm_table(kind: str, iqm_csv, tiers_csv, out: dict, settings: dict) -> tables.Table:
-    """kind: table2, tableA2 or tableA3; out: paths csv, md, tex (and html, optional)."""
-    builders = {"table2": tables.table2, "tableA2": tables.table_a2, "tableA3": tables.table_a3}
-    if kind not in builders:
-        raise ValueError(f"unknown IQM table {kind!r}; known: {sorted(builders)}")
-    table = builders[kind](pd.read_csv(iqm_csv), pd.read_csv(tiers_csv), baseline=settings["baseline"],
-                           decimals=settings["decimals"])
+def _save(table: tables.Table, out: dict) -> tables.Table:
     save_table(table, out["csv"], out["md"], out["tex"], out.get("html"))
     return table
 
 
+# ---- tables --------------------------------------------------------------------------------
+
+def _iqm_table(builder, inputs, out, settings) -> tables.Table:
+    return _save(builder(pd.read_csv(inputs["iqm"]), pd.read_csv(inputs["tiers"]), baseline=settings["baseline"],
+                         decimals=settings["decimals"], bold=settings["bold"]), out)
+
+
+def table2(inputs, out, settings, wildcards=None) -> tables.Table:
+    return _iqm_table(tables.table2, inputs, out, settings)
+
+
+def table_a2(inputs, out, settings, wildcards=None) -> tables.Table:
+    return _iqm_table(tables.table_a2, inputs, out, settings)
+
+
+def table_a3(inputs, out, settings, wildcards=None) -> tables.Table:
+    return _iqm_table(tables.table_a3, inputs, out, settings)
+
+
+def task_table(inputs, out, settings, wildcards) -> tables.Table:
+    """Tables A.4 onwards: one task's per-condition table from conditions.csv."""
+    return _save(tables.task_table(pd.read_csv(inputs["conditions"]), wildcards["task"],
+                                   decimals=settings["decimals"]), out)
+
+
+def table1(inputs, out, settings=None, wildcards=None) -> tables.Table:
+    """Table 1: the tier definitions from the thresholds the tiers step used."""
+    from metrics import load_thresholds
+
+    return _save(setup_tables.table1(load_thresholds(inputs["thresholds"])), out)
+
+
+def table_a1(inputs, out, settings=None, wildcards=None) -> tables.Table:
+    """Table A.1: the hyperparameters every run recorded in its run.json."""
+    return _save(setup_tables.table_a1(setup_tables.read_run_configs(inputs["runs"])), out)
+
+
 # ---- figures -------------------------------------------------------------------------------
 
-def figure1(summary_path, out, settings: dict, run: dict) -> None:
+def figure1(inputs, out, settings: dict, wildcards=None) -> None:
     """Figure 1 from one run's summary: its final episodes and its per-phase V."""
+    run, summary_path = settings["run"], inputs["summary"]
     summary = _read_summaries([summary_path])
     sel = np.ones(len(summary.final_episodes), bool)
     for key in RUN_KEYS:
         sel &= (summary.final_episodes[key] == (float(run[key]) if key == "bound" else run[key])).to_numpy()
     costs = summary.final_episodes[sel]
     runs = summary.runs.set_index("phase")
-    violation = {phase: float(runs.loc[phase, "V"]) for phase in fig_final.FINAL_PHASES if phase in runs.index}
-    missing = [p for p in fig_final.FINAL_PHASES if p not in violation]
+    violation = {phase: float(runs.loc[phase, "V"]) for phase in FINAL_PHASES if phase in runs.index}
+    missing = [p for p in FINAL_PHASES if p not in violation]
     if missing:
         raise ValueError(f"{summary_path}: no {missing} phase for Figure 1's run {run}")
     _settings_rc(settings)
@@ -86,74 +119,67 @@ def figure1(summary_path, out, settings: dict, run: dict) -> None:
     save_figure(fig, out, dpi=settings["dpi"])
 
 
-def condition_violation(summary) -> pd.DataFrame:
-    """V per (task, bound, algo, phase): the metrics engine's mean over seeds of each run's V
-    (its per-condition statistics, PAPER.md aggregation step 2), threshold-free."""
-    import warnings
-
-    from metrics import MetricsWarning, aggregate
-
-    with warnings.catch_warnings():  # missing strata / single seeds are reported by the metrics rules
-        warnings.simplefilter("ignore", MetricsWarning)
-        stats = aggregate(summary, reps=1).condition_stats
-    return stats[["task", "bound", "algo", "phase", "V_mean"]].rename(columns={"V_mean": "V"})
-
-
-def figure_final_costs(summary_paths, task: str, out, settings: dict) -> None:
+def figure_final_costs(inputs, out, settings: dict, wildcards) -> None:
+    """Figures A.7 onwards: the task's final episodes (final_episodes.parquet) and the engine's
+    per-condition means and stds over seeds (condition_stats.parquet)."""
+    task = wildcards["task"]
     _settings_rc(settings)
-    summary = _read_summaries(summary_paths)
-    violation = condition_violation(summary)
-    fig = fig_final.figure_final_costs(summary.final_episodes, violation[violation["task"] == task], task=task)
+    stats = pd.read_parquet(inputs["condition_stats"])
+    fig = fig_final.figure_final_costs(pd.read_parquet(inputs["final_episodes"]), stats[stats["task"] == task],
+                                       task=task)
     save_figure(fig, out, dpi=settings["dpi"])
 
 
-def figure_training_curves(summary_paths, trace_paths, task: str, out, settings: dict) -> None:
+def figure_training_curves(inputs, out, settings: dict, wildcards) -> None:
     _settings_rc(settings)
-    summary = _read_summaries(summary_paths)
+    summary = _read_summaries(inputs["summaries"])
     iterates = summary.iterates[summary.iterates["phase"] == "train"]
-    if trace_paths:
-        steps = _read_traces(trace_paths)
+    if inputs.get("traces"):
+        steps = _read_traces(inputs["traces"])
         if "env_steps" in steps.columns:
             iterates = iterates.merge(steps[RUN_KEYS + ["iteration", "env_steps"]], on=RUN_KEYS + ["iteration"],
                                       how="left", validate="one_to_one")
             if iterates["env_steps"].isna().any():  # a trace without some iterate: fall back to iterates
                 iterates = iterates.drop(columns="env_steps")
-    fig = fig_training.figure_training_curves(iterates, task=task, window=settings["smoothing_window"])
+    fig = fig_training.figure_training_curves(iterates, task=wildcards["task"], window=settings["smoothing_window"])
     save_figure(fig, out, dpi=settings["dpi"])
 
 
-def figure_multipliers(trace_paths, out, settings: dict) -> None:
+def figure_multipliers(inputs, out, settings: dict, wildcards=None) -> None:
     _settings_rc(settings)
-    fig = fig_training.figure_multipliers(_read_traces(trace_paths), yscale=settings["multiplier_yscale"])
+    fig = fig_training.figure_multipliers(_read_traces(inputs["traces"]), yscale=settings["multiplier_yscale"])
     save_figure(fig, out, dpi=settings["dpi"])
 
 
-def task_table(conditions_csv, task: str, out: dict, settings: dict) -> tables.Table:
-    """Tables A.4 onwards: one task's per-condition table from conditions.csv."""
-    table = tables.task_table(pd.read_csv(conditions_csv), task, decimals=settings["decimals"])
-    save_table(table, out["csv"], out["md"], out["tex"], out.get("html"))
-    return table
-
-
-def figure_cdf(cdf_parquet, out, settings: dict, xmax: float) -> None:
-    """Figure 2 (xmax 2) or Figure A.1 (xmax about 20) from cdf.parquet."""
+def _figure_cdf(inputs, out, settings: dict, xmax: float) -> None:
     from . import fig_cdf
 
     _settings_rc(settings)
-    save_figure(fig_cdf.figure_cdf(pd.read_parquet(cdf_parquet), xmax=float(xmax)), out, dpi=settings["dpi"])
+    save_figure(fig_cdf.figure_cdf(pd.read_parquet(inputs["cdf"]), xmax=float(xmax)), out, dpi=settings["dpi"])
 
 
-def tier_sensitivity(iqm_csv, bootstrap_parquet, thresholds: dict, out, settings: dict):
-    """The tier-sensitivity figure; returns (shares, sweep) as drawn. Tiers come from the
-    metrics engine's `tier_of` with the configured thresholds (validated by the engine)."""
-    from metrics import tier_of, validate_thresholds
+def figure2(inputs, out, settings: dict, wildcards=None) -> None:
+    """Figure 2 from cdf.parquet, x up to products.cdf_xmax.figure2 (2)."""
+    _figure_cdf(inputs, out, settings, settings["cdf_xmax"]["figure2"])
+
+
+def figure_a1(inputs, out, settings: dict, wildcards=None) -> None:
+    """Figure A.1: Figure 2 with x up to products.cdf_xmax.figureA1 (20)."""
+    _figure_cdf(inputs, out, settings, settings["cdf_xmax"]["figureA1"])
+
+
+def tier_sensitivity(inputs, out, settings: dict, wildcards=None):
+    """The tier-sensitivity figure; returns (shares, sweep) as drawn. The shares are tiers.csv's;
+    the sweep moves each threshold with the metrics engine's `tier_of` (thresholds validated
+    once, when read)."""
+    from metrics import load_thresholds
 
     from . import fig_sensitivity
 
-    thresholds = validate_thresholds(dict(thresholds), "config thresholds")
+    thresholds = load_thresholds(inputs["thresholds"])
     sens = settings["sensitivity"]
-    shares = fig_sensitivity.tier_shares(pd.read_parquet(bootstrap_parquet), thresholds, tier_of)
-    sweep = fig_sensitivity.tier_sweep(pd.read_csv(iqm_csv), thresholds, tier_of, sens["ranges"], sens["points"])
+    shares = pd.read_csv(inputs["tiers"])
+    sweep = fig_sensitivity.tier_sweep(pd.read_csv(inputs["iqm"]), thresholds, sens["ranges"], sens["points"])
     _settings_rc(settings)
     save_figure(fig_sensitivity.figure_tier_sensitivity(shares, sweep, thresholds), out, dpi=settings["dpi"])
     return shares, sweep

@@ -1,5 +1,5 @@
 """Figure 2 and Figure A.1: empirical CDFs of the normalised cost excess (c - d)/d over all
-episodes of all (task, bound, seed) instances (PAPER.md eq. 7), three panels (training, final
+episodes of all (task, bound, seed) instances (docs/protocol.md, the ECDF), three panels (training, final
 with noise, final greedy), one curve per algorithm with its stratified-bootstrap 95 % band.
 
 Input: the metrics engine's cdf.parquet (algo, phase, kappa, F, F_low, F_high), exact at its
@@ -10,13 +10,13 @@ from __future__ import annotations
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from .style import PHASE_LABELS, PHASES, algo_label, algo_style, apply_rc, ordered_algos
+from metrics.schema import PHASES, require_columns
+
+from .style import PHASE_LABELS, algo_label, algo_style, apply_rc, ordered_algos
 
 
 def figure_cdf(cdf: pd.DataFrame, *, xmax: float, xmin: float = -1.0):
-    missing = [c for c in ("algo", "phase", "kappa", "F", "F_low", "F_high") if c not in cdf.columns]
-    if missing:
-        raise ValueError(f"cdf.parquet: missing column(s) {missing}; has {list(cdf.columns)}")
+    require_columns(cdf, ("algo", "phase", "kappa", "F", "F_low", "F_high"), "cdf.parquet")
     if xmax <= 0:
         raise ValueError(f"CDF figure: x limit must be > 0 (the bound is at 0), got {xmax}")
     phases = [p for p in PHASES if p in set(cdf["phase"])]

@@ -2,8 +2,8 @@
 (per task: final episode-cost distributions, noise vs greedy, per algorithm and bound).
 
 Both take a table of final-phase episode costs (columns task, bound, algo, seed, phase,
-episode, cost; phases final_explore and final_greedy) and violation rates computed by the
-metrics engine; nothing here measures safety itself.
+episode, cost; phases final_explore and final_greedy) and the metrics the engine computed
+(a run's V; per condition the means and stds over seeds); nothing here measures safety itself.
 """
 from __future__ import annotations
 
@@ -14,17 +14,11 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 from matplotlib.patches import Patch
 
-from .style import algo_label, algo_style, apply_rc, format_bound, ordered_algos, task_label
+from metrics.schema import FINAL_PHASES, require_columns as _require
 
-FINAL_PHASES = ["final_explore", "final_greedy"]
-COST_AXIS = "episode cost C (sum of step costs)"
-BOUND_COLOR = "#CC0000"
+from .style import BOUND_COLOR, algo_label, algo_style, apply_rc, format_bound, ordered_algos, task_label
 
-
-def _require(df, columns, what):
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{what}: missing column(s) {missing}; has {list(df.columns)}")
+COST_AXIS = "episode cost c (sum of step costs)"  # one episode's cost; C is a mean of them
 
 
 def figure1(costs: pd.DataFrame, violation: dict[str, float], *, task: str, bound: float, algo: str,
@@ -59,60 +53,86 @@ def figure1(costs: pd.DataFrame, violation: dict[str, float], *, task: str, boun
     return fig
 
 
-def figure_final_costs(costs: pd.DataFrame, violation: pd.DataFrame, *, task: str):
-    """One panel per bound; per algorithm a box of final episode costs with noise (hatched,
-    open) beside one greedy (filled), all seeds pooled; the mean-over-seeds V above each box.
+def _percent(v: float) -> str:
+    """V as a percentage with three significant digits: 100, 41.3, 0.4 (never a rounded-away 0)."""
+    return f"{100 * v:.3g}" if np.isfinite(v) else "-"
 
-    `violation`: rows (bound, algo, phase, V) for this task, from the metrics engine.
+
+def annotation(v: float, dnorm_plus: float) -> str:
+    """The text above one box: V in percent and Dnorm+ (both means over seeds)."""
+    return f"V {_percent(v)} %, D+ {dnorm_plus:.3f}" if np.isfinite(dnorm_plus) else f"V {_percent(v)} %, D+ -"
+
+
+def figure_final_costs(costs: pd.DataFrame, stats: pd.DataFrame, *, task: str):
+    """Figures A.7 onwards: one panel per bound; per algorithm the final episode costs with
+    noise (hatched, open) beside greedy (filled).
+
+    Each box is the distribution of all seeds' final episode costs (whiskers 1.5 IQR); the
+    marker on it is the mean over seeds of each seed's mean cost C with a 1-sigma error bar
+    (the sample std over seeds); above each box, V in percent and Dnorm+ (means over seeds).
+    `stats`: the engine's per-condition statistics (condition_stats.parquet) for this task,
+    columns bound, algo, phase, C_mean, C_std, V_mean, Dnorm_plus_mean.
     """
     _require(costs, ["task", "bound", "algo", "phase", "cost"], f"final episode costs of {task}")
-    _require(violation, ["bound", "algo", "phase", "V"], f"violation rates of {task}")
+    _require(stats, ["bound", "algo", "phase", "C_mean", "C_std", "V_mean", "Dnorm_plus_mean"],
+             f"condition statistics of {task}")
     costs = costs[(costs["task"] == task) & costs["phase"].isin(FINAL_PHASES)]
     if costs.empty:
         raise ValueError(f"figure of final costs: no final-phase episodes for task {task!r}")
     apply_rc()
     bounds = sorted(costs["bound"].unique())
     algos = ordered_algos(costs["algo"].unique())
-    v_of = violation.set_index(["bound", "algo", "phase"])["V"]
-    width = max(3.0, 0.75 * len(algos) + 0.8)
-    fig, axes = plt.subplots(1, len(bounds), figsize=(max(6.4, width * len(bounds)), 3.9), squeeze=False,
-                             sharey=True)
+    stat_of = stats.set_index(["bound", "algo", "phase"])
+    width = max(3.0, 0.8 * len(algos) + 0.8)
+    fig, axes = plt.subplots(1, len(bounds), figsize=(max(6.4, width * len(bounds)), 4.3), squeeze=False)
     for ax, bound in zip(axes[0], bounds):
         here = costs[costs["bound"] == bound]
-        top = float(here["cost"].max()) if len(here) else bound
+        top = max(float(here["cost"].max()), bound)
         for i, algo in enumerate(algos):
             style = algo_style(algo, algos)
             for j, phase in enumerate(FINAL_PHASES):
                 vals = here[(here["algo"] == algo) & (here["phase"] == phase)]["cost"].to_numpy()
                 if vals.size == 0:
                     continue
-                pos = i + (j - 0.5) * 0.36
-                box = ax.boxplot(vals, positions=[pos], widths=0.3, patch_artist=True, showfliers=True,
+                pos = i + (j - 0.5) * 0.4
+                greedy = phase == "final_greedy"
+                box = ax.boxplot(vals, positions=[pos], widths=0.32, patch_artist=True, showfliers=True,
                                  flierprops=dict(marker=".", markersize=2, markerfacecolor=style.color,
-                                                 markeredgecolor=style.color),
-                                 medianprops=dict(color="black" if phase == "final_explore" else "white"),
+                                                 markeredgecolor=style.color, alpha=0.6),
+                                 medianprops=dict(color=style.color if not greedy else "white", linewidth=1.0),
                                  whiskerprops=dict(color=style.color), capprops=dict(color=style.color))
                 patch = box["boxes"][0]
                 patch.set_edgecolor(style.color)
-                if phase == "final_explore":
-                    patch.set_facecolor("white")
+                patch.set_facecolor(style.color if greedy else "white")
+                patch.set_alpha(0.45 if greedy else 1.0)
+                if not greedy:
                     patch.set_hatch(style.hatch or "//")
-                else:
-                    patch.set_facecolor(style.color)
-                v = v_of.get((bound, algo, phase), np.nan)
-                ax.annotate(f"{v:.2f}" if np.isfinite(v) else "-", (pos, 1.0), xycoords=("data", "axes fraction"),
-                            ha="center", va="bottom", fontsize=7, rotation=90)
+                if (bound, algo, phase) not in stat_of.index:
+                    raise ValueError(f"condition statistics: no row for task={task!r}, bound={bound:g}, "
+                                     f"algo={algo!r}, phase={phase!r}")
+                row = stat_of.loc[(bound, algo, phase)]
+                mean, std = float(row["C_mean"]), float(row["C_std"])
+                bar = ax.errorbar([pos], [mean], yerr=[std] if np.isfinite(std) else None, fmt="o", markersize=4,
+                                  color="black", markerfacecolor="white" if greedy else "black", capsize=3,
+                                  elinewidth=1.2, zorder=4)
+                bar.set_label(f"{algo}|{phase}")  # how tests find it; not shown in the legend
+                top = max(top, mean + (std if np.isfinite(std) else 0.0))
+                ax.annotate(annotation(float(row["V_mean"]), float(row["Dnorm_plus_mean"])), (pos, 1.0),
+                            xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=6.5, rotation=90)
         ax.axhline(bound, color=BOUND_COLOR, linestyle="--", linewidth=1.0)
         ax.set_xticks(range(len(algos)), [algo_label(a) for a in algos], rotation=30, ha="right")
         ax.set_xlim(-0.6, len(algos) - 0.4)
-        ax.set_title(f"d = {format_bound(bound)}", pad=26)
-        ax.set_ylim(bottom=0, top=max(top, bound) * 1.08)
+        ax.set_title(f"d = {format_bound(bound)}", pad=62)
+        ax.set_ylim(bottom=0, top=top * 1.05)
         ax.grid(axis="x", visible=False)
     axes[0][0].set_ylabel(COST_AXIS)
     handles = [Patch(facecolor="white", edgecolor="black", hatch="//", label="with noise"),
-               Patch(facecolor="#777777", edgecolor="black", label="greedy"),
+               Patch(facecolor="#777777", edgecolor="black", alpha=0.45, label="greedy"),
+               Line2D([], [], color="black", marker="o", linestyle="-", markersize=4,
+                      label="mean over seeds ± 1 std"),
                Line2D([], [], color=BOUND_COLOR, linestyle="--", label="bound d")]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False,
-               title="violation rate V (mean over seeds) above each box")
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False,
+               title="boxes: all seeds' final episode costs\nabove each box: violation rate V and "
+                     "D+ = Dnorm+ (means over seeds)")
     fig.suptitle(f"{task_label(task)}: final episode costs, exploration noise vs greedy")
     return fig

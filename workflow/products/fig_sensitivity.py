@@ -5,23 +5,22 @@ tiers (share of replicates in tiers 0..4). Each further column moves one thresho
 (tier.metric, e.g. moderate.V) over a range with every other threshold kept, and colours
 the tier the algorithm's IQMs would get at each value; a dashed line marks the configured
 value. A colour change close to the dashed line means the tier hinges on that threshold.
-Tiers come from the metrics engine's tier function, passed in as `tier_of`.
+Tiers come from the metrics engine's `tier_of`; the tier distribution is tiers.csv's.
 """
 from __future__ import annotations
 
 import copy
-from typing import Callable
-
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
+from matplotlib import patheffects
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.patches import Patch
 
-from .style import METRIC_LABELS, PHASE_LABELS, PHASES, TIER_COLORS, TIER_NAMES, algo_label, apply_rc, ordered_algos
+from metrics.schema import PHASES
+from metrics.thresholds import N_TIERS, tier_of
 
-N_TIERS = len(TIER_NAMES)
-TierFn = Callable[[dict, dict], np.ndarray]  # ({metric: array of IQMs}, thresholds) -> tiers
+from .style import METRIC_LABELS, PHASE_LABELS, TIER_COLORS, TIER_LABELS, algo_label, apply_rc, ordered_algos
 
 
 def threshold_keys(thresholds: dict) -> list[tuple[str, str]]:
@@ -44,9 +43,10 @@ def sweep_range(thresholds: dict, tier: str, metric: str, ranges: dict, points: 
     return np.linspace(float(low), float(high), points)
 
 
-def tier_sweep(iqm: pd.DataFrame, thresholds: dict, tier_of: TierFn, ranges: dict, points: int) -> pd.DataFrame:
+def tier_sweep(iqm: pd.DataFrame, thresholds: dict, ranges: dict, points: int) -> pd.DataFrame:
     """Tier of every (algo, phase) as each threshold moves: rows algo, phase, threshold,
-    value, tier. `iqm` is iqm.csv (algo, phase, metric, iqm)."""
+    value, tier. `iqm` is iqm.csv (algo, phase, metric, iqm); `thresholds` as
+    `metrics.validate_thresholds` returns them (moved values stay plain numbers)."""
     wide = iqm.pivot_table(index=["algo", "phase"], columns="metric", values="iqm", aggfunc="first")
     values = {m: wide[m].to_numpy(dtype=float) for m in wide.columns}
     rows = []
@@ -54,22 +54,10 @@ def tier_sweep(iqm: pd.DataFrame, thresholds: dict, tier_of: TierFn, ranges: dic
         for x in sweep_range(thresholds, tier, metric, ranges, points):
             moved = copy.deepcopy(thresholds)
             moved[tier][metric] = float(x)
-            tiers = np.asarray(tier_of(values, moved))
+            tiers = np.asarray(tier_of(values, moved, validate=False))
             for (algo, phase), t in zip(wide.index, tiers):
                 rows.append((algo, phase, f"{tier}.{metric}", float(x), int(t)))
     return pd.DataFrame(rows, columns=["algo", "phase", "threshold", "value", "tier"])
-
-
-def tier_shares(bootstrap: pd.DataFrame, thresholds: dict, tier_of: TierFn) -> pd.DataFrame:
-    """Share of bootstrap replicates in each tier per (algo, phase); `bootstrap` has one row
-    per (algo, phase, replicate) and a column per metric (wide) holding that replicate's IQM."""
-    metrics = [m for m in METRIC_LABELS if m in bootstrap.columns]
-    tiers = np.asarray(tier_of({m: bootstrap[m].to_numpy(dtype=float) for m in metrics}, thresholds))
-    counts = (pd.DataFrame({"algo": bootstrap["algo"], "phase": bootstrap["phase"], "tier": tiers})
-              .groupby(["algo", "phase"])["tier"].value_counts(normalize=True).unstack(fill_value=0.0))
-    counts = counts.reindex(columns=range(N_TIERS), fill_value=0.0)
-    counts.columns = [f"p_tier{k}" for k in range(N_TIERS)]
-    return counts.reset_index()
 
 
 def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, thresholds: dict):
@@ -111,15 +99,18 @@ def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, threshold
             edges = np.concatenate([[xs[0]], (xs[1:] + xs[:-1]) / 2, [xs[-1]]])
             ax.pcolormesh(edges, np.arange(len(algos) + 1) - 0.5, np.ma.masked_invalid(grid), cmap=cmap, norm=norm)
             tier, metric = key.split(".")
-            ax.axvline(float(thresholds[tier][metric]), color="black", linestyle="--", linewidth=1.0)
+            # white dashes edged in black: visible on the lightest and the darkest tier colour
+            ax.axvline(float(thresholds[tier][metric]), color="white", linestyle="--", linewidth=1.2,
+                       path_effects=[patheffects.withStroke(linewidth=2.6, foreground="black")])
             ax.set_xlim(xs[0] - 0.03 * (xs[-1] - xs[0]), xs[-1])  # a margin so a line at the range's start shows
             ax.grid(False)
             if r == 0:
                 ax.set_title(f"{tier}: {METRIC_LABELS[metric]} \u2264 x", fontsize=plt.rcParams["font.size"])
             if r == len(phases) - 1:
                 ax.set_xlabel(f"threshold x on IQM({METRIC_LABELS[metric]})")
-    handles = [Patch(facecolor=TIER_COLORS[k], edgecolor="#444444", label=f"{k} {TIER_NAMES[k]}") for k in range(N_TIERS)]
-    handles.append(plt.Line2D([], [], color="black", linestyle="--", label="configured threshold"))
+    handles = [Patch(facecolor=TIER_COLORS[k], edgecolor="#444444", label=f"{k} {TIER_LABELS[k]}") for k in range(N_TIERS)]
+    handles.append(plt.Line2D([], [], color="white", linestyle="--", linewidth=1.2, label="configured threshold",
+                              path_effects=[patheffects.withStroke(linewidth=2.6, foreground="black")]))
     fig.legend(handles=handles, loc="outside lower center", ncols=N_TIERS + 1, frameon=False, title="tier")
     fig.suptitle("Tier sensitivity: bootstrap tier distribution, and the tier as one threshold moves")
     return fig

@@ -11,15 +11,10 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from .style import algo_label, algo_style, apply_rc, format_bound, ordered_algos, ordered_tasks, task_label
+from metrics.schema import require_columns as _require
 
-BOUND_COLOR = "#CC0000"
-
-
-def _require(df, columns, what):
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{what}: missing column(s) {missing}; has {list(df.columns)}")
+from .style import (BOUND_COLOR, algo_label, algo_style, apply_rc, bound_styles, format_bound, multiplier_symbol,
+                    ordered_algos, ordered_tasks, task_label)
 
 
 def seed_band(df: pd.DataFrame, value: str, x: str, window: int) -> pd.DataFrame:
@@ -39,6 +34,13 @@ def seed_band(df: pd.DataFrame, value: str, x: str, window: int) -> pd.DataFrame
 
 def _x_column(df):
     return ("env_steps", "environment steps") if "env_steps" in df.columns else ("iteration", "logged iterate j")
+
+
+def _format_steps(ax, xmax: float) -> None:
+    """Step counts of 10^4 and more as a x 10^k offset, so long tick labels never collide
+    (smaller axes are left exactly as matplotlib draws them)."""
+    if xmax >= 1e4:
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4), useMathText=True)
 
 
 def _plot_band(ax, stats, x, algo, algos):
@@ -72,6 +74,7 @@ def figure_training_curves(per_iterate: pd.DataFrame, *, task: str, window: int 
         axes[1][col].axhline(bound, color=BOUND_COLOR, linestyle="--", linewidth=1.0, label="bound d")
         axes[0][col].set_title(f"d = {format_bound(bound)}")
         axes[1][col].set_xlabel(x_label)
+        _format_steps(axes[1][col], float(df[x].max()))
     axes[0][0].set_ylabel("episode return R")
     axes[1][0].set_ylabel("episode cost C (sum of step costs)")
     handles, labels = axes[1][0].get_legend_handles_labels()
@@ -81,9 +84,11 @@ def figure_training_curves(per_iterate: pd.DataFrame, *, task: str, window: int 
     return fig
 
 
-def figure_multipliers(traces: pd.DataFrame, *, yscale: str = "symlog"):
-    """Multiplier trajectories (PPO-Lag's lambda, P3O's kappa, FOCOPS's nu): rows tasks,
-    columns bounds, one curve per algorithm that has one, mean +- 1 std over seeds."""
+def figure_multipliers(traces: pd.DataFrame, *, yscale: str = "linear"):
+    """Figure A.2: the multiplier over training, one panel per task (rows) and algorithm with a
+    multiplier (columns: PPO-Lag's lambda first, as the paper draws it; P3O's kappa and FOCOPS's
+    nu are different quantities, so each has its own column and y axis). In each panel one
+    curve per bound, mean +- 1 sample std over seeds, so the bounds compare at a glance."""
     _require(traces, ["task", "bound", "algo", "seed", "iteration", "multiplier"], "traces")
     df = traces[np.isfinite(traces["multiplier"].astype(float))]
     if df.empty:
@@ -91,37 +96,44 @@ def figure_multipliers(traces: pd.DataFrame, *, yscale: str = "symlog"):
     x, x_label = _x_column(df)
     apply_rc()
     tasks = ordered_tasks(df["task"].unique())
-    bounds = sorted(df["bound"].unique())
     algos = ordered_algos(df["algo"].unique())
-    fig, axes = plt.subplots(len(tasks), len(bounds), figsize=(max(6.4, 3.0 * len(bounds) + 1.2), 2.3 * len(tasks) + 0.9),
+    bounds = sorted(df["bound"].unique())
+    looks = bound_styles(bounds)
+    fig, axes = plt.subplots(len(tasks), len(algos), figsize=(max(5.0, 3.1 * len(algos) + 1.4), 2.3 * len(tasks) + 1.0),
                              squeeze=False, sharex="col")
     for r, task in enumerate(tasks):
-        for c, bound in enumerate(bounds):
+        for c, algo in enumerate(algos):
             ax = axes[r][c]
-            for algo in algos:
-                group = df[(df["task"] == task) & (df["bound"] == bound) & (df["algo"] == algo)]
-                if not group.empty:
-                    _plot_band(ax, seed_band(group, "multiplier", x, 1), x, algo, algos)
+            here = df[(df["task"] == task) & (df["algo"] == algo)]
+            for bound in bounds:
+                group = here[here["bound"] == bound]
+                if group.empty:
+                    continue
+                stats = seed_band(group, "multiplier", x, 1)
+                color, linestyle = looks[bound]
+                ax.plot(stats[x], stats["mean"], color=color, linestyle=linestyle, label=f"d = {format_bound(bound)}")
+                ax.fill_between(stats[x], stats["mean"] - stats["std"], stats["mean"] + stats["std"], color=color,
+                                alpha=0.18, linewidth=0)
             if yscale == "symlog":
                 ax.set_yscale("symlog", linthresh=0.1)
-                here = df[(df["task"] == task) & (df["bound"] == bound)]["multiplier"]
                 if len(here):  # keep 0 and the linear range in view, even when every value is 0
-                    ax.set_ylim(min(-0.02, float(here.min()) * 1.3), max(0.1, float(here.max()) * 1.3))
+                    ax.set_ylim(min(-0.02, float(here["multiplier"].min()) * 1.3),
+                                max(0.1, float(here["multiplier"].max()) * 1.3))
             else:
                 ax.set_yscale(yscale)
+                if yscale == "linear" and len(here) and float(here["multiplier"].min()) >= 0:
+                    ax.set_ylim(bottom=0)  # the multipliers are never negative
             if r == 0:
-                ax.set_title(f"d = {format_bound(bound)}")
+                ax.set_title(f"{algo_label(algo)}: {multiplier_symbol(algo)}")
             if r == len(tasks) - 1:
                 ax.set_xlabel(x_label)
+                _format_steps(ax, float(df[x].max()))
             if c == 0:
                 ax.set_ylabel(f"{task_label(task)}\nmultiplier (unitless)")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    seen = dict(zip(labels, handles))
+    seen = {}
     for ax in axes.flat:
-        for h, l in zip(*ax.get_legend_handles_labels()):
-            seen.setdefault(l, h)
-    fig.legend(list(seen.values()), list(seen.keys()), loc="outside right center", frameon=False)
-    symbols = {"ppo_lag": "\u03bb", "p3o": "\u03ba", "focops": "\u03bd"}
-    named = ", ".join(f"{symbols[a]} {algo_label(a)}" for a in algos if a in symbols)
-    fig.suptitle("Multiplier trajectories" + (f" ({named})" if named else "") + "\nmean \u00b1 1 std over seeds")
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, h)
+    fig.legend(list(seen.values()), list(seen.keys()), loc="outside right center", frameon=False, title="bound")
+    fig.suptitle("Multiplier trajectories over training, per bound\nmean \u00b1 1 std over seeds")
     return fig

@@ -7,10 +7,11 @@ import copy
 
 DEFAULTS = {
     "baseline": "ppo",              # the unconstrained baseline: never bold in the tables
+    "bold": "paper",                # paper: best per column among non-baseline algorithms; safe: also tier >= 1
     "figure1": {"task": "circle", "bound": 25, "algo": "ppo_lag", "seed": 0},
     "smoothing_window": 5,          # moving-average window of the training curves (iterates)
     "cdf_xmax": {"figure2": 2.0, "figureA1": 20.0},
-    "multiplier_yscale": "symlog",  # linear, log or symlog
+    "multiplier_yscale": "linear",  # linear, log or symlog
     "decimals": {"R": 1, "C": 1, "Dnorm": 2, "V": 2, "Dnorm_plus": 2},
     "font_size": 9,
     "dpi": 150,
@@ -62,6 +63,8 @@ def resolve(products: dict | None) -> dict:
     s = _merge(DEFAULTS, products or {}, "products")
     if not isinstance(s["smoothing_window"], int) or s["smoothing_window"] < 1:
         raise ValueError(f"config products.smoothing_window: expected an integer >= 1, got {s['smoothing_window']!r}")
+    if s["bold"] not in ("paper", "safe"):
+        raise ValueError(f"config products.bold: expected paper or safe, got {s['bold']!r}")
     if s["multiplier_yscale"] not in ("linear", "log", "symlog"):
         raise ValueError(f"config products.multiplier_yscale: expected linear, log or symlog, "
                          f"got {s['multiplier_yscale']!r}")

@@ -13,6 +13,9 @@ import matplotlib
 matplotlib.use("Agg")  # products are rendered headless (Snakemake jobs, CI)
 import matplotlib.pyplot as plt  # noqa: E402
 
+from metrics.schema import METRICS  # noqa: E402
+from metrics.thresholds import TIER_NAMES  # noqa: E402
+
 
 @dataclass(frozen=True)
 class AlgoStyle:
@@ -38,15 +41,17 @@ _EXTRA_LINESTYLES = [(0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)), (0, (3, 3)), (0, (1, 
 _EXTRA_MARKERS = ["v", "P", "X", "*", "h"]
 _EXTRA_HATCHES = ["xx", "--", "++", "oo", "||"]
 
-PHASES = ["train", "final_explore", "final_greedy"]
 PHASE_LABELS = {
     "train": "Training (with noise)",
     "final_explore": "Final, with noise",
     "final_greedy": "Final, greedy",
 }
-PHASE_SHORT = {"train": "train", "final_explore": "final noise", "final_greedy": "final greedy"}
 
-METRICS = ["R", "C", "Dnorm", "V", "Dnorm_plus"]
+# Columns of the IQM and per-task tables in the paper's order (metrics.schema.METRICS holds
+# the same names in the engine's order).
+TABLE_METRICS = ["R", "C", "Dnorm", "V", "Dnorm_plus"]
+if sorted(TABLE_METRICS) != sorted(METRICS):
+    raise ImportError(f"style.TABLE_METRICS {TABLE_METRICS} must name the engine's metrics {METRICS}")
 METRIC_LABELS = {  # plain text, used in Markdown and CSV headers
     "R": "R",
     "C": "C",
@@ -54,19 +59,39 @@ METRIC_LABELS = {  # plain text, used in Markdown and CSV headers
     "V": "V",
     "Dnorm_plus": "Dnorm+",
 }
-METRIC_TEX = {
-    "R": r"$R$",
-    "C": r"$C$",
-    "Dnorm": r"$D_\mathrm{norm}$",
-    "V": r"$V$",
-    "Dnorm_plus": r"$D^{+}_\mathrm{norm}$",
-}
 # Which direction is better when bolding a column (tiers: higher is better).
 HIGHER_IS_BETTER = {"R": True, "C": False, "Dnorm": False, "V": False, "Dnorm_plus": False, "tier": True}
 
-TIER_NAMES = ["Unsafe", "Minimal", "Moderate", "Substantial", "Strict"]
+# Display names of tiers 0..4 (the engine names tiers 1..4; tier 0 is unsafe).
+TIER_LABELS = ["Unsafe"] + [name.capitalize() for name in TIER_NAMES]
 # Tier colours run light (unsafe, peach) to dark (strict, purple) so they read in greyscale too.
 TIER_COLORS = ["#fde0c5", "#bcbddc", "#9e9ac8", "#6a51a3", "#3f007d"]
+
+
+BOUND_COLOR = "#CC0000"  # the bound line in every figure
+
+# The multiplier each algorithm's trace records, by its usual symbol; others are "multiplier".
+MULTIPLIER_SYMBOLS = {"ppo_lag": "\u03bb (Lagrange multiplier)", "p3o": "\u03ba (penalty factor)",
+                      "focops": "\u03bd (cost weight)"}
+
+
+def multiplier_symbol(algo: str) -> str:
+    return MULTIPLIER_SYMBOLS.get(algo, "multiplier")
+
+
+_BOUND_LINESTYLES = ["solid", "dashed", "dotted", "dashdot"]
+
+
+def bound_styles(bounds) -> dict:
+    """Colour and line style per bound for figures that overlay bounds: a dark-to-light
+    sequential ramp (viridis, monotonic in grey level) plus line styles, so prints in
+    greyscale stay readable. The smallest (strictest) bound is darkest."""
+    bounds = sorted(bounds)
+    cmap = matplotlib.colormaps["viridis"]
+    n = len(bounds)
+    points = [0.1 + 0.7 * i / max(n - 1, 1) for i in range(n)]
+    return {b: (matplotlib.colors.to_hex(cmap(p)), _BOUND_LINESTYLES[i % len(_BOUND_LINESTYLES)])
+            for i, (b, p) in enumerate(zip(bounds, points))}
 
 
 def ordered_algos(algos) -> list[str]:

@@ -1,6 +1,6 @@
 """A small synthetic sweep (episode table and traces) for the product tests and demos.
 
-Shapes follow ../shared/DESIGN.md sections 1 and 2: one row per episode with task, bound,
+Shapes follow the episode table (docs/metrics.md) and the run folder (docs/algos.md): one row per episode with task, bound,
 algo, seed, phase, iteration, episode, return, cost, length; one trace row per iterate with
 iteration, env_steps, multiplier (NaN for PPO). Algorithms differ on purpose: PPO ignores the
 bound, PPO-Lag sits near it, P3O stays under it, FOCOPS is safe with noise but not greedy.
@@ -54,7 +54,7 @@ def _block(task, bound, algo, seed, phase, iteration, returns, costs) -> pd.Data
 
 
 def write_sweep(root, episodes: pd.DataFrame, traces: pd.DataFrame) -> list[dict]:
-    """Lay the sweep out as run folders (DESIGN.md section 2) under `root`: per run
+    """Lay the sweep out as run folders (docs/algos.md) under `root`: per run
     episodes.parquet, trace.parquet and the metrics engine's stage-1 summary.parquet.
     Returns the runs (task, bound, algo, seed, dir)."""
     import os

@@ -26,6 +26,7 @@ class Table:
     bold: list[list[bool]]           # rows x columns
     data: pd.DataFrame               # unrounded numbers for the CSV
     notes: list[str] = field(default_factory=list)
+    numeric: bool = True             # False: text columns, left-aligned
 
     def __post_init__(self):
         n_rows, n_cols = len(self.rows), len(self.columns)
@@ -45,7 +46,8 @@ def to_markdown(table: Table) -> str:
     ]
     lines = [f"**{table.title}**", ""]
     lines.append("| " + " | ".join(_md_escape(h) for h in headers) + " |")
-    lines.append("|" + "|".join([":---"] * len(table.row_header) + ["---:"] * len(table.columns)) + "|")
+    align = "---:" if table.numeric else ":---"
+    lines.append("|" + "|".join([":---"] * len(table.row_header) + [align] * len(table.columns)) + "|")
     for labels, cells, bold in zip(table.rows, table.cells, table.bold):
         shown = [f"**{c}**" if b and c else c for c, b in zip(cells, bold)]
         lines.append("| " + " | ".join(_md_escape(x) for x in list(labels) + shown) + " |")
@@ -71,7 +73,7 @@ def column_groups(table: Table) -> list[tuple[str, int]]:
 
 def to_latex(table: Table) -> str:
     n_labels = len(table.row_header)
-    spec = "l" * n_labels + "r" * len(table.columns)
+    spec = "l" * n_labels + ("r" if table.numeric else "l") * len(table.columns)
     lines = [r"% " + table.title, r"\begin{tabular}{" + spec + "}", r"\toprule"]
     groups = column_groups(table)
     if any(g for g, _ in groups):
@@ -97,10 +99,14 @@ def to_latex(table: Table) -> str:
 def to_html(table: Table) -> str:
     """A standalone HTML page (for `snakemake --report`, which shows it in a frame)."""
     esc = html.escape
-    head = ["<tr>" + "".join(f"<th rowspan='2'>{esc(h)}</th>" for h in table.row_header)]
     groups = column_groups(table)
-    head[0] += "".join(f"<th colspan='{span}'>{esc(group)}</th>" for group, span in groups) + "</tr>"
-    head.append("<tr>" + "".join(f"<th>{esc(h)}</th>" for _, h in table.columns) + "</tr>")
+    if any(group for group, _ in groups):
+        head = ["<tr>" + "".join(f"<th rowspan='2'>{esc(h)}</th>" for h in table.row_header)]
+        head[0] += "".join(f"<th colspan='{span}'>{esc(group)}</th>" for group, span in groups) + "</tr>"
+        head.append("<tr>" + "".join(f"<th>{esc(h)}</th>" for _, h in table.columns) + "</tr>")
+    else:  # no column groups: one header row
+        head = ["<tr>" + "".join(f"<th>{esc(h)}</th>" for h in table.row_header)
+                + "".join(f"<th>{esc(h)}</th>" for _, h in table.columns) + "</tr>"]
     body = []
     for labels, cells, bold in zip(table.rows, table.cells, table.bold):
         shown = [f"<td><b>{esc(c)}</b></td>" if b and c else f"<td>{esc(c)}</td>" for c, b in zip(cells, bold)]
@@ -108,7 +114,8 @@ def to_html(table: Table) -> str:
     notes = "".join(f"<p>{esc(n)}</p>" for n in table.notes)
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + esc(table.title) + "</title><style>"
             "body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse}"
-            "td,th{border:1px solid #bbb;padding:2px 6px;text-align:right} th{background:#f3f3f3}"
+            "td,th{border:1px solid #bbb;padding:2px 6px;text-align:" + ("right" if table.numeric else "left")
+            + "} th{background:#f3f3f3}"
             "</style></head><body><h3>" + esc(table.title) + "</h3><table>" + "".join(head) + "".join(body)
             + "</table>" + notes + "</body></html>\n")
 

@@ -4,10 +4,11 @@ Inputs are the metrics engine's outputs as data frames: `iqm.csv` (algo, phase, 
 ci_low, ci_high), `tiers.csv` (algo, phase, tier, p_tier0..p_tier4) and `conditions.csv`.
 Numbers are never recomputed here; the CSV of every table holds them unrounded.
 
-Bolding (Table 2, A.2, A.3): in each column the best value among the *safe* algorithms is
-bold, where safe means tier >= 1 (Minimal: IQM(Dnorm) <= 0) in that column's phase and the
-unconstrained baseline (config `products.baseline`, PPO) never counts. Best is the highest
-R or tier and the lowest C, Dnorm, V or Dnorm+. Ties on unrounded values are all bold.
+Bolding (Table 2, A.2, A.3), config `products.bold`: with the paper's rule (`paper`, the
+default) the best value in each column among the algorithms other than the unconstrained
+baseline (config `products.baseline`, PPO) is bold; the stricter `safe` rule also requires
+tier >= 1 (Minimal: IQM(Dnorm) <= 0) in that column's phase. Best is the highest R or tier
+and the lowest C, Dnorm, V or Dnorm+; tier 0 is never bold. Ties on unrounded values are all bold.
 """
 from __future__ import annotations
 
@@ -15,18 +16,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .style import HIGHER_IS_BETTER, METRIC_LABELS, METRICS, PHASE_LABELS, algo_label, ordered_algos, task_label
+from metrics.schema import require_columns as _require
+from metrics.tiers import P_COLUMNS as P_TIER_COLUMNS
+
+from .settings import DEFAULTS
+from .style import HIGHER_IS_BETTER, METRIC_LABELS, PHASE_LABELS, TABLE_METRICS, algo_label, ordered_algos, task_label
 from .tablefmt import Table
 
-N_TIERS = 5
-P_TIER_COLUMNS = [f"p_tier{k}" for k in range(N_TIERS)]
-DEFAULT_DECIMALS = {"R": 1, "C": 1, "Dnorm": 2, "V": 2, "Dnorm_plus": 2}
-
-
-def _require(df: pd.DataFrame, columns, what: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{what}: missing column(s) {missing}; has {list(df.columns)}")
+DEFAULT_DECIMALS = DEFAULTS["decimals"]
+BOLD_RULES = ("paper", "safe")
 
 
 def _fix_negative_zero(text: str) -> str:
@@ -52,23 +50,26 @@ def fmt_shares(shares) -> str:
     return "/".join(one(p) for p in shares)
 
 
-def best_rows(values: dict[str, float], safe: dict[str, bool], higher_is_better: bool,
+def best_rows(values: dict[str, float], eligible: dict[str, bool], higher_is_better: bool,
               baseline: str | None) -> set[str]:
-    """The algorithms whose value is best among the safe, non-baseline ones (ties: all)."""
+    """The algorithms whose value is best among the eligible, non-baseline ones (ties: all)."""
     candidates = {a: v for a, v in values.items()
-                  if a != baseline and safe.get(a, False) and v is not None and np.isfinite(v)}
+                  if a != baseline and eligible.get(a, False) and v is not None and np.isfinite(v)}
     if not candidates:
         return set()
     best = max(candidates.values()) if higher_is_better else min(candidates.values())
     return {a for a, v in candidates.items() if v == best}
 
 
-def iqm_table(iqm: pd.DataFrame, tiers: pd.DataFrame, *, title: str, phases, metrics=METRICS,
-              with_ci: bool, baseline: str | None = "ppo", decimals=None) -> Table:
+def iqm_table(iqm: pd.DataFrame, tiers: pd.DataFrame, *, title: str, phases, metrics=TABLE_METRICS,
+              with_ci: bool, baseline: str | None = "ppo", decimals=None, bold: str = "paper") -> Table:
     """One row per algorithm; per phase a column per metric's IQM (with its 95 % CI if asked),
     the tier, and the tier confidence P(tier) = share of bootstrap replicates in that tier."""
     _require(iqm, ["algo", "phase", "metric", "iqm", "ci_low", "ci_high"], "iqm.csv")
     _require(tiers, ["algo", "phase", "tier"] + P_TIER_COLUMNS, "tiers.csv")
+    if bold not in BOLD_RULES:
+        raise ValueError(f"bold rule must be one of {BOLD_RULES}, got {bold!r}")
+    rule = bold  # `bold` below is the mask of bold cells
     decimals = {**DEFAULT_DECIMALS, **(decimals or {})}
     algos = ordered_algos(iqm["algo"].unique())
     by_key = iqm.set_index(["algo", "phase", "metric"])
@@ -86,12 +87,12 @@ def iqm_table(iqm: pd.DataFrame, tiers: pd.DataFrame, *, title: str, phases, met
     for phase in phases:
         group = PHASE_LABELS[phase]
         tier_of = {a: int(tier_by_key.loc[(a, phase), "tier"]) for a in algos}
-        safe = {a: t >= 1 for a, t in tier_of.items()}
+        eligible = {a: (t >= 1 if rule == "safe" else True) for a, t in tier_of.items()}
         for metric in metrics:
             vals = {a: float(by_key.loc[(a, phase, metric), "iqm"]) for a in algos}
             lows = {a: float(by_key.loc[(a, phase, metric), "ci_low"]) for a in algos}
             highs = {a: float(by_key.loc[(a, phase, metric), "ci_high"]) for a in algos}
-            winners = best_rows(vals, safe, HIGHER_IS_BETTER[metric], baseline)
+            winners = best_rows(vals, eligible, HIGHER_IS_BETTER[metric], baseline)
             columns.append((group, f"IQM({METRIC_LABELS[metric]})"))
             d = decimals[metric]
             for i, a in enumerate(algos):
@@ -104,7 +105,8 @@ def iqm_table(iqm: pd.DataFrame, tiers: pd.DataFrame, *, title: str, phases, met
             data[f"{phase}_{metric}_ci_low"] = [lows[a] for a in algos]
             data[f"{phase}_{metric}_ci_high"] = [highs[a] for a in algos]
             data[f"{phase}_{metric}_bold"] = [a in winners for a in algos]
-        tier_winners = best_rows({a: float(t) for a, t in tier_of.items()}, safe, True, baseline)
+        # tier 0 (unsafe) is never bold, even when it is the best there is
+        tier_winners = best_rows({a: float(t) for a, t in tier_of.items() if t >= 1}, eligible, True, baseline)
         columns += [(group, "Tier"), (group, "P(tier)"), (group, "P(T0/../T4)")]
         for i, a in enumerate(algos):
             p = float(tier_by_key.loc[(a, phase), f"p_tier{tier_of[a]}"])
@@ -121,33 +123,34 @@ def iqm_table(iqm: pd.DataFrame, tiers: pd.DataFrame, *, title: str, phases, met
         + ("; [95 % stratified-bootstrap CI]." if with_ci else "."),
         "Tier 0 Unsafe, 1 Minimal, 2 Moderate, 3 Substantial, 4 Strict; P(tier) = share of "
         "bootstrap replicates that land in the shown tier; P(T0/../T4) = their shares in tiers 0 to 4.",
-        "Bold: best value per column among algorithms with tier >= 1 in that phase"
+        ("Bold: best value per column among algorithms with tier >= 1 in that phase"
+         if rule == "safe" else "Bold: best value per column")
         + (f", {algo_label(baseline)} (unconstrained baseline) excluded." if baseline else "."),
     ]
     return Table(title=title, row_header=["Algorithm"], rows=[[algo_label(a)] for a in algos],
                  columns=columns, cells=cells, bold=bold, data=data, notes=notes)
 
 
-def table2(iqm, tiers, *, baseline="ppo", decimals=None) -> Table:
+def table2(iqm, tiers, **options) -> Table:
+    """options: baseline, decimals, bold (see `iqm_table`)."""
     return iqm_table(iqm, tiers, title="Table 2: training and final greedy IQMs and tiers",
-                     phases=["train", "final_greedy"], with_ci=False, baseline=baseline, decimals=decimals)
+                     phases=["train", "final_greedy"], with_ci=False, **options)
 
 
-def table_a3(iqm, tiers, *, baseline="ppo", decimals=None) -> Table:
+def table_a3(iqm, tiers, **options) -> Table:
     return iqm_table(iqm, tiers, title="Table A.3: Table 2 with 95 % confidence intervals",
-                     phases=["train", "final_greedy"], with_ci=True, baseline=baseline, decimals=decimals)
+                     phases=["train", "final_greedy"], with_ci=True, **options)
 
 
-def table_a2(iqm, tiers, *, baseline="ppo", decimals=None) -> Table:
+def table_a2(iqm, tiers, **options) -> Table:
     return iqm_table(iqm, tiers, title="Table A.2: final policy with exploration noise vs greedy",
-                     phases=["final_explore", "final_greedy"], with_ci=True, baseline=baseline,
-                     decimals=decimals)
+                     phases=["final_explore", "final_greedy"], with_ci=True, **options)
 
 
 TIER_PREFIX = {"train": "T", "final_explore": "N", "final_greedy": "F"}
 
 
-def task_table(conditions: pd.DataFrame, task: str, *, phases=("train", "final_greedy"), metrics=METRICS,
+def task_table(conditions: pd.DataFrame, task: str, *, phases=("train", "final_greedy"), metrics=TABLE_METRICS,
                decimals=None, title: str | None = None) -> Table:
     """Tables A.4 onwards: one task; per bound and algorithm, mean +- sample std over seeds of
     each metric and the condition's tier (T0..T4 training, F0..F4 final greedy, N0..N4 final
