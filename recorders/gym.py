@@ -162,29 +162,23 @@ class RecordVectorEpisodes(VectorWrapper):
         self._steps += 1
         _, reward, cost, terminated, truncated, info = split_step(result, self.cost_key)
         where = f"vector step {self._steps}"
-        n = self.num_envs
         reward, terminated, truncated = (self._column(name, value, where) for name, value in
-                                         (("reward", reward, None), ("terminated", terminated, None),
-                                          ("truncated", truncated, None)))
+                                         (("reward", reward), ("terminated", terminated), ("truncated", truncated)))
         counted = self._running & ~self._resetting  # envs whose step belongs to an episode
-        if cost is None:
-            if counted.any():
-                raise _missing_cost(self.cost_key, where)
-            cost = np.zeros(n)
-        cost = self._column("cost", cost, where)
-        if isinstance(info, dict) and f"_{self.cost_key}" in info and len(result) == 5:
-            silent = counted & ~np.asarray(info[f"_{self.cost_key}"], bool)
-            if silent.any():
-                raise _missing_cost(self.cost_key, f"{where}, env {int(np.flatnonzero(silent)[0])}")
+        ended_now = terminated.astype(bool) | truncated.astype(bool)
+        if len(result) == 6:
+            cost = self._column("cost", cost, where)
+        else:
+            cost = self._info_cost(info, ended_now, counted, where)
         for name, values in (("reward", reward), ("cost", cost)):
             bad = counted & ~np.isfinite(values.astype(np.float64))
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise RecorderError(f"{where}, env {i}: {name} is {values[i]!r}; rewards and costs must be finite")
+                raise RecorderError(f"{where}, env {i}: {name} is {values[i].item()!r}; rewards and costs must be finite")
         self._ret[counted] += reward[counted]
         self._cost[counted] += cost[counted]
         self._length[counted] += 1
-        ended = counted & (terminated.astype(bool) | truncated.astype(bool))
+        ended = counted & ended_now
         self._finish(ended)
         self._resetting[:] = False
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
@@ -193,6 +187,32 @@ class RecordVectorEpisodes(VectorWrapper):
         elif self.autoreset_mode == AutoresetMode.DISABLED:
             self._running[ended] = False  # until reset(options={"reset_mask": ...})
         return result
+
+    def _info_cost(self, info, ended, counted, where) -> np.ndarray:
+        """Per-env costs of a 5-tuple step: ``info[cost_key]`` (masked by ``info["_" + cost_key]``);
+        in same-step mode an env that ended has its last step's info in ``info["final_info"]``."""
+        key, n = self.cost_key, self.num_envs
+        info = info if isinstance(info, dict) else {}
+        cost, have = np.zeros(n), np.zeros(n, bool)
+        if key in info:
+            mask = np.asarray(info.get(f"_{key}", np.ones(n, bool)), bool)
+            values = self._column(f"info[{key!r}]", info[key], where)
+            cost[mask], have = values[mask], have | mask
+        final = info.get("final_info")
+        if final is not None and self.autoreset_mode == AutoresetMode.SAME_STEP:
+            if isinstance(final, dict):  # Gymnasium >= 1.0: batched like info
+                if key in final:
+                    mask = ended & np.asarray(final.get(f"_{key}", np.ones(n, bool)), bool)
+                    values = self._column(f"info['final_info'][{key!r}]", final[key], where)
+                    cost[mask], have = values[mask], have | mask
+            else:  # Gymnasium < 1.0: one dict per env
+                for i in np.flatnonzero(ended):
+                    if isinstance(final[i], dict) and key in final[i]:
+                        cost[i], have[i] = final[i][key], True
+        silent = counted & ~have
+        if silent.any():
+            raise _missing_cost(key, f"{where}, env {int(np.flatnonzero(silent)[0])}")
+        return cost
 
     def _column(self, name, value, where) -> np.ndarray:
         array = np.asarray(value)

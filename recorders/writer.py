@@ -61,7 +61,7 @@ def as_block(name, values, shape=None, dtype=np.float64) -> np.ndarray:
     bad = ~np.isfinite(array)
     if bad.any():
         j, i = np.argwhere(bad)[0]
-        raise RecorderError(f"{name}: non-finite value {array[j, i]!r} (iterate {j} of this block, episode {i}); "
+        raise RecorderError(f"{name}: non-finite value {array[j, i].item()!r} (iterate {j} of this block, episode {i}); "
                             f"the episode table needs finite returns and costs")
     return array.astype(dtype, copy=False)
 
