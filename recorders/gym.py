@@ -156,39 +156,49 @@ class RecordVectorEpisodes(VectorWrapper):
         return self.env.reset(seed=seed, options=options)
 
     def step(self, actions):
-        if not self._running.any() and self._steps == 0:
+        if self._steps == 0 and not self._running.any():
             raise RecorderError("step() before reset(): call reset() first (the recorder counts episodes from a reset)")
         result = self.env.step(actions)
         self._steps += 1
         _, reward, cost, terminated, truncated, info = split_step(result, self.cost_key)
-        where = f"vector step {self._steps}"
-        reward, terminated, truncated = (self._column(name, value, where) for name, value in
-                                         (("reward", reward), ("terminated", terminated), ("truncated", truncated)))
-        counted = self._running & ~self._resetting  # envs whose step belongs to an episode
-        ended_now = terminated.astype(bool) | truncated.astype(bool)
+        reward = self._column("reward", reward)
+        ended_now = np.logical_or(self._column("terminated", terminated), self._column("truncated", truncated))
+        counted = self._running & ~self._resetting if self._resetting.any() else self._running
         if len(result) == 6:
-            cost = self._column("cost", cost, where)
+            cost = self._column("cost", cost)
         else:
-            cost = self._info_cost(info, ended_now, counted, where)
-        for name, values in (("reward", reward), ("cost", cost)):
-            bad = counted & ~np.isfinite(values.astype(np.float64))
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                raise RecorderError(f"{where}, env {i}: {name} is {values[i].item()!r}; rewards and costs must be finite")
-        self._ret[counted] += reward[counted]
-        self._cost[counted] += cost[counted]
-        self._length[counted] += 1
-        ended = counted & ended_now
-        self._finish(ended)
-        self._resetting[:] = False
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            self._resetting[ended] = True
-            self._running |= ended  # the env resets itself on the next step
-        elif self.autoreset_mode == AutoresetMode.DISABLED:
-            self._running[ended] = False  # until reset(options={"reset_mask": ...})
+            cost = self._info_cost(info, ended_now, counted)
+        if not (np.isfinite(reward).all() and np.isfinite(cost).all()):
+            for name, values in (("reward", reward), ("cost", cost)):
+                bad = counted & ~np.isfinite(values)
+                if bad.any():
+                    i = int(np.flatnonzero(bad)[0])
+                    raise RecorderError(f"{self._where()}, env {i}: {name} is {values[i].item()!r}; "
+                                        f"rewards and costs must be finite")
+        if counted.all():  # the common case: every env is inside an episode
+            self._ret += reward
+            self._cost += cost
+            self._length += 1
+            ended = ended_now
+        else:
+            self._ret[counted] += reward[counted]
+            self._cost[counted] += cost[counted]
+            self._length[counted] += 1
+            ended = counted & ended_now
+        if self._resetting.any():
+            self._resetting[:] = False
+        if ended.any():
+            self._finish(ended)
+            if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+                self._resetting[ended] = True  # the env resets itself on the next step
+            elif self.autoreset_mode == AutoresetMode.DISABLED:
+                self._running[ended] = False  # until reset(options={"reset_mask": ...})
         return result
 
-    def _info_cost(self, info, ended, counted, where) -> np.ndarray:
+    def _where(self) -> str:
+        return f"vector step {self._steps}"
+
+    def _info_cost(self, info, ended, counted) -> np.ndarray:
         """Per-env costs of a 5-tuple step: ``info[cost_key]`` (masked by ``info["_" + cost_key]``);
         in same-step mode an env that ended has its last step's info in ``info["final_info"]``."""
         key, n = self.cost_key, self.num_envs
@@ -196,14 +206,14 @@ class RecordVectorEpisodes(VectorWrapper):
         cost, have = np.zeros(n), np.zeros(n, bool)
         if key in info:
             mask = np.asarray(info.get(f"_{key}", np.ones(n, bool)), bool)
-            values = self._column(f"info[{key!r}]", info[key], where)
+            values = self._column(f"info[{key!r}]", info[key])
             cost[mask], have = values[mask], have | mask
         final = info.get("final_info")
         if final is not None and self.autoreset_mode == AutoresetMode.SAME_STEP:
             if isinstance(final, dict):  # Gymnasium >= 1.0: batched like info
                 if key in final:
                     mask = ended & np.asarray(final.get(f"_{key}", np.ones(n, bool)), bool)
-                    values = self._column(f"info['final_info'][{key!r}]", final[key], where)
+                    values = self._column(f"info['final_info'][{key!r}]", final[key])
                     cost[mask], have = values[mask], have | mask
             else:  # Gymnasium < 1.0: one dict per env
                 for i in np.flatnonzero(ended):
@@ -211,15 +221,15 @@ class RecordVectorEpisodes(VectorWrapper):
                         cost[i], have[i] = final[i][key], True
         silent = counted & ~have
         if silent.any():
-            raise _missing_cost(key, f"{where}, env {int(np.flatnonzero(silent)[0])}")
+            raise _missing_cost(key, f"{self._where()}, env {int(np.flatnonzero(silent)[0])}")
         return cost
 
-    def _column(self, name, value, where) -> np.ndarray:
+    def _column(self, name, value) -> np.ndarray:
         array = np.asarray(value)
         if array.shape != (self.num_envs,):
-            raise RecorderError(f"{where}: {name} must have shape ({self.num_envs},) (one per env), got {array.shape}")
+            raise RecorderError(f"{self._where()}: {name} must have shape ({self.num_envs},) (one per env), got {array.shape}")
         if array.dtype.kind not in "biuf":
-            raise RecorderError(f"{where}: {name} must be numeric, got dtype {array.dtype}")
+            raise RecorderError(f"{self._where()}: {name} must be numeric, got dtype {array.dtype}")
         return array
 
     def _finish(self, ended: np.ndarray) -> None:

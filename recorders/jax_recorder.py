@@ -15,12 +15,14 @@ the state). Both functions work on one run; ``jax.vmap(record)`` records several
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from metrics.schema import FINAL_PHASES
 from recorders.writer import EpisodeWriter, RecorderError
 
 
@@ -173,17 +175,14 @@ def final_rollout(reset, step, policy, reset_keys, noise_key, num_steps: int, no
 def evaluate_final(writer: EpisodeWriter, reset, step, policy, reset_keys, noise_key, num_steps: int) -> dict:
     """Host side: run :func:`final_rollout` with noise (scale 1) and greedily (scale 0) and
     record them as the two final phases. Returns ``{phase: {"return", "cost", "length"}}``."""
-    from metrics.schema import FINAL_PHASES
-
     reset_keys = jnp.asarray(reset_keys)
     if reset_keys.ndim < 1 or reset_keys.shape[0] < 1:
         raise RecorderError(f"evaluate_final: reset_keys must hold one key per episode, got shape {reset_keys.shape}")
     if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
         raise RecorderError(f"evaluate_final: num_steps must be an integer >= 1, got {num_steps!r}")
-    rollout = jax.jit(lambda scale: final_rollout(reset, step, policy, reset_keys, noise_key, int(num_steps), scale))
     phases = {}
     for phase, scale in zip(FINAL_PHASES, (1.0, 0.0)):
-        rec = rollout(jnp.float32(scale))
+        rec = _final_rollout_jit(reset, step, policy, reset_keys, noise_key, int(num_steps), jnp.float32(scale))
         if int(rec.count) < 1:
             raise RecorderError(f"evaluate_final: {phase}: {int(np.sum(~np.asarray(rec.pending)))} of "
                                 f"{reset_keys.shape[0]} episodes did not end within num_steps={num_steps}")
@@ -193,8 +192,14 @@ def evaluate_final(writer: EpisodeWriter, reset, step, policy, reset_keys, noise
     return phases
 
 
+# one compiled program per (reset, step, policy, num_steps, shapes): both phases and every seed share it
+_final_rollout_jit = jax.jit(final_rollout, static_argnums=(0, 1, 2, 5))
+
+
+@functools.lru_cache(maxsize=None)
 def builtin_env_functions(env):
-    """``(reset, step)`` for :func:`final_rollout` from one of this platform's ``envs.Env`` tasks."""
+    """``(reset, step)`` for :func:`final_rollout` from one of this platform's ``envs.Env`` tasks
+    (the same pair for the same env, so that its compiled evaluation is reused)."""
 
     def reset(key):
         state = env.reset(key)

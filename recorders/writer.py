@@ -100,7 +100,7 @@ class EpisodeWriter:
             self.iterations = int(np.max(last.to_numpy())) + 1 if len(last) else 0
         self._segment_tables: list[pa.Table] = []  # flushed rows of the open segment
         self._segment_rows = 0
-        self._pending: list[pa.Table] = []  # recorded but not yet flushed
+        self._pending: list[tuple] = []  # (iterations, ret, cost, length) recorded but not yet flushed
         self._pending_iterates = 0
         self.final_written = False
 
@@ -115,7 +115,7 @@ class EpisodeWriter:
         if ret.shape[0] == 0:
             return
         iterations = np.arange(self.iterations, self.iterations + ret.shape[0])
-        self._pending.append(self._table(TRAIN_PHASE, iterations, ret, cost, length))
+        self._pending.append((iterations, ret, cost, length))
         self.iterations += ret.shape[0]
         self._pending_iterates += ret.shape[0]
         if self._pending_iterates >= self.flush_every:
@@ -125,8 +125,9 @@ class EpisodeWriter:
         """Write the pending iterates: rewrite the open segment atomically, close it when full."""
         if not self._pending:
             return
-        self._segment_tables.extend(self._pending)
-        self._segment_rows += sum(t.num_rows for t in self._pending)
+        new = self._table(TRAIN_PHASE, self._pending)
+        self._segment_tables.append(new)
+        self._segment_rows += new.num_rows
         self._pending, self._pending_iterates = [], 0
         table = pa.concat_tables(self._segment_tables)
         _write(self._segment_path(self._segment), table)
@@ -155,7 +156,7 @@ class EpisodeWriter:
                 raise RecorderError(f"{phase}: no episodes")
             cost = as_block(f"{phase} cost", np.asarray(episodes["cost"])[None], ret.shape)
             length = as_block(f"{phase} length", np.asarray(episodes["length"])[None], ret.shape, np.int64)
-            tables.append(self._table(phase, [self.final_iteration], ret, cost, length))
+            tables.append(self._table(phase, [([self.final_iteration], ret, cost, length)]))
         path = os.path.join(self.folder, FINAL_FILE)
         _write(path, pa.concat_tables(tables))
         self.final_written = True
@@ -176,8 +177,10 @@ class EpisodeWriter:
     def _segment_path(self, index: int) -> str:
         return os.path.join(self.folder, f"{TRAIN_PHASE}-{index:05d}.parquet")
 
-    def _table(self, phase, iterations, ret, cost, length) -> pa.Table:
-        columns = episode_rows(*self.run, phase, iterations, ret, cost, length)
+    def _table(self, phase, blocks) -> pa.Table:
+        """One table of [k, N] blocks given as (iterations, ret, cost, length)."""
+        parts = [episode_rows(*self.run, phase, *block) for block in blocks]
+        columns = {name: np.concatenate([p[name] for p in parts]) for name in EPISODE_SCHEMA.names}
         return pa.Table.from_pydict(columns, schema=EPISODE_SCHEMA)
 
     def __enter__(self):
