@@ -1,5 +1,7 @@
 """Small environments for the recorder tests, one per step convention (no Safety-Gymnasium needed).
 
+Also the helpers that read a recorded folder back as a small table to compare with a hand-made one.
+
 LineEnv: episode k of an env lasts ``lengths[k % len(lengths)]`` steps and then terminates,
 unless ``max_len`` comes first (then it is truncated). At step t (1-based) of an episode the
 reward is ``action * t`` and the cost is 1 on odd t, 0 on even t. So an episode of length L
@@ -7,9 +9,15 @@ under a constant action a has return a * L (L + 1) / 2 and cost ceil(L / 2).
 """
 from __future__ import annotations
 
+import glob
+import os
+
 import gymnasium
 import numpy as np
+import pandas as pd
 from gymnasium.vector import VectorEnv
+
+from recorders import EpisodeWriter
 
 
 class LineEnv(gymnasium.Env):
@@ -68,3 +76,36 @@ class SafetyVectorEnv(VectorEnv):
                 obs[i] = env.reset()[0]
         return obs, reward, cost, terminated, truncated, {}
 
+
+# ---- recorded tables -----------------------------------------------------------------------
+RUN = dict(task="line", bound=1.5, algo="scripted", seed=3)
+COLUMNS = ["phase", "iteration", "episode", "return", "cost", "length"]
+
+
+def writer(folder, **kwargs):
+    return EpisodeWriter(folder, **RUN, **kwargs)
+
+
+def recorded(folder) -> pd.DataFrame:
+    files = sorted(glob.glob(os.path.join(folder, "*.parquet")))
+    frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    assert (frame.task == "line").all() and (frame.bound == 1.5).all() and (frame.algo == "scripted").all()
+    assert (frame.seed == 3).all()
+    return frame.sort_values(["phase", "iteration", "episode"], kind="stable")[COLUMNS].reset_index(drop=True)
+
+
+def table(rows) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    return frame.astype({"iteration": "int64", "episode": "int64", "return": "float64", "cost": "float64",
+                         "length": "int64"})
+
+
+def same_step_expected():
+    """The table of the vector scenario of tests/test_recorders.py in same-step autoreset mode."""
+    # episodes end at env 0: 2 (L2), 3 (L1), 6 (L3), 8 (L2), 9 (L1), 12 (L3), 14 (L2); env 1: 4, 8, 12.
+    # iterate 0 at 4: L2; iterate 1 at 8: L3 (L2 at 8 is dropped); iterate 2 at 12: L1 (L3 at 12 dropped)
+    return table([
+        ("train", 0, 0, 3.0, 1.0, 2), ("train", 0, 1, 20.0, 2.0, 4),
+        ("train", 1, 0, 6.0, 2.0, 3), ("train", 1, 1, 20.0, 2.0, 4),
+        ("train", 2, 0, 1.0, 1.0, 1), ("train", 2, 1, 20.0, 2.0, 4),
+    ])

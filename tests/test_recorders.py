@@ -16,29 +16,10 @@ import metrics
 from metrics.cli import main as metrics_main
 from recorders import EpisodeWriter, RecorderError
 from recorders.gym import RecordEpisodes, RecordVectorEpisodes, evaluate_final
-from tests.recorder_envs import LineEnv, SafetyVectorEnv
+from tests.recorder_envs import (COLUMNS, RUN, LineEnv, SafetyVectorEnv, recorded, same_step_expected, table,
+                                  writer)
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
-RUN = dict(task="line", bound=1.5, algo="scripted", seed=3)
-COLUMNS = ["phase", "iteration", "episode", "return", "cost", "length"]
-
-
-def writer(folder, **kwargs):
-    return EpisodeWriter(folder, **RUN, **kwargs)
-
-
-def recorded(folder) -> pd.DataFrame:
-    files = sorted(glob.glob(os.path.join(folder, "*.parquet")))
-    frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
-    assert (frame.task == "line").all() and (frame.bound == 1.5).all() and (frame.algo == "scripted").all()
-    assert (frame.seed == 3).all()
-    return frame.sort_values(["phase", "iteration", "episode"], kind="stable")[COLUMNS].reset_index(drop=True)
-
-
-def table(rows) -> pd.DataFrame:
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    return frame.astype({"iteration": "int64", "episode": "int64", "return": "float64", "cost": "float64",
-                         "length": "int64"})
 
 
 # ---- single environment ---------------------------------------------------------------
@@ -118,21 +99,11 @@ def test_vector_env_next_step_autoreset(tmp_path):
     ]))
 
 
-def _same_step_expected():
-    # episodes end at env 0: 2 (L2), 3 (L1), 6 (L3), 8 (L2), 9 (L1), 12 (L3), 14 (L2); env 1: 4, 8, 12.
-    # iterate 0 at 4: L2; iterate 1 at 8: L3 (L2 at 8 is dropped); iterate 2 at 12: L1 (L3 at 12 dropped)
-    return table([
-        ("train", 0, 0, 3.0, 1.0, 2), ("train", 0, 1, 20.0, 2.0, 4),
-        ("train", 1, 0, 6.0, 2.0, 3), ("train", 1, 1, 20.0, 2.0, 4),
-        ("train", 2, 0, 1.0, 1.0, 1), ("train", 2, 1, 20.0, 2.0, 4),
-    ])
-
-
 def test_vector_env_same_step_autoreset(tmp_path):
     env = gymnasium.vector.SyncVectorEnv([lambda: LineEnv([2, 1, 3], convention="gym"),
                                           lambda: LineEnv([4], convention="gym")], autoreset_mode="SameStep")
     _run_vector(RecordVectorEpisodes(env, writer(tmp_path)), 14)
-    assert recorded(tmp_path).equals(_same_step_expected())
+    assert recorded(tmp_path).equals(same_step_expected())
 
 
 def test_safety_gymnasium_vector_step(tmp_path):
@@ -140,7 +111,7 @@ def test_safety_gymnasium_vector_step(tmp_path):
     with pytest.raises(RecorderError, match="autoreset_mode"):
         RecordVectorEpisodes(env, writer(tmp_path / "x"))
     _run_vector(RecordVectorEpisodes(env, writer(tmp_path), autoreset_mode="same_step"), 14)
-    assert recorded(tmp_path).equals(_same_step_expected())
+    assert recorded(tmp_path).equals(same_step_expected())
 
 
 def test_vector_env_disabled_autoreset_with_partial_resets(tmp_path):
@@ -215,7 +186,7 @@ def test_a_crash_loses_only_the_unfinished_iterate(tmp_path, mode):
     files = sorted(glob.glob(str(tmp_path / "run" / "*.parquet")))
     assert [os.path.basename(f) for f in files] == ["train-00000.parquet"]
     frame = metrics.read_episodes(files)  # the engine reads what is on disk
-    expected = _same_step_expected()
+    expected = same_step_expected()
     if mode == "during-write":
         expected = expected[expected.iteration < 2]  # iterate 2's flush never landed; the file is the old one
         assert len(os.listdir(tmp_path / "run")) == 2  # plus the dead temporary file, which *.parquet skips

@@ -2,17 +2,15 @@
 evaluation; tables checked against hand-computed ones (same scripted episodes as
 tests/test_recorders.py: at step t of an episode reward = action * t, cost = 1 on odd t)."""
 import glob
-import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 import pytest
 
 from recorders import EpisodeWriter, RecorderError
 from recorders import jax_recorder as jr
-from tests.test_recorders import COLUMNS, RUN, _same_step_expected, recorded, table
+from tests.recorder_envs import RUN, recorded, same_step_expected, table
 
 MAX_LEN = 8
 
@@ -58,7 +56,7 @@ def test_recorder_inside_scan_matches_the_hand_computed_table(tmp_path):
     writer = EpisodeWriter(tmp_path, **RUN)
     rec = jr.drain(rec, writer)
     assert int(rec.count) == 0 and bool(rec.pending[0]) and not bool(rec.pending[1])  # env 0's L2 ended at 14
-    assert recorded(tmp_path).equals(_same_step_expected())
+    assert recorded(tmp_path).equals(same_step_expected())
 
 
 def test_draining_between_chunks_keeps_the_iterate_in_progress(tmp_path):
@@ -68,7 +66,7 @@ def test_draining_between_chunks_keeps_the_iterate_in_progress(tmp_path):
         rec, carry = rollout([[2, 1, 3], [4]], jnp.array([1.0, 2.0]), steps, capacity=2, rec=rec, carry=carry)
         rec = jr.drain(rec, writer)
     assert writer.iterations == 3
-    assert recorded(tmp_path).equals(_same_step_expected())
+    assert recorded(tmp_path).equals(same_step_expected())
 
 
 def test_recorder_under_vmap_records_several_runs():
@@ -138,6 +136,7 @@ def test_final_evaluation_uses_the_same_layouts_and_noise(tmp_path):
     writer.append_iterates([[0.0]], [[0.0]], [[1]])
     phases = jr.evaluate_final(writer, reset, step, policy, keys, jax.random.PRNGKey(9), num_steps=4)
     lengths = np.asarray([int(reset(k)[0][1]) for k in keys])
+    assert len(set(lengths)) > 1 and lengths.max() > 1  # layouts differ; num_steps=1 below is too short
     frame = recorded(tmp_path)
     greedy = frame[frame.phase == "final_greedy"].reset_index(drop=True)
     # greedy episode of length L: return 1 + ... + L, cost ceil(L / 2); iteration = last train iterate (1)

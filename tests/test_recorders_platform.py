@@ -11,8 +11,6 @@ termination makes the envs finish at different times, so the iterate grouping (f
 per env, extra ones dropped) is what is being compared, not only the sums.
 """
 import dataclasses
-import glob
-import os
 
 import gymnasium
 import jax
