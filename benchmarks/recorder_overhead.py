@@ -15,7 +15,8 @@
    --episode-length, so iterates complete and are written during the timed calls).
 
 Repeats alternate between the two variants (so a load change on a shared machine hits both);
-each variant's figure is the median over --repeats. Ratios are with / without.
+each variant's figure is the median over --repeats (and the fastest run, the figure least
+disturbed by other load). Ratios are with / without.
 """
 from __future__ import annotations
 
@@ -117,7 +118,8 @@ def main(argv=None):
             rec = statistics.median(times[v])
             per_step = (rec - bare) / args.gym_steps * 1e6
             print(f"  with recorder, flush_every={v}: {rec:.3f} s, ratio {rec / bare:.3f} "
-                  f"(+{per_step:.1f} us per vector step, +{per_step / args.gym_envs:.2f} us per env step)")
+                  f"(+{per_step:.1f} us per vector step, +{per_step / args.gym_envs:.2f} us per env step); "
+                  f"fastest runs: ratio {min(times[v]) / min(times[None]):.3f}")
 
         env = envs.make("goal", episode_length=args.episode_length)
         n, steps = args.num_envs, args.jax_steps
@@ -147,13 +149,17 @@ def main(argv=None):
             times["scan"].append(middle - start)
             times["drain"].append(time.perf_counter() - middle)
         bare, scan = statistics.median(times["bare"]), statistics.median(times["scan"])
-        total = statistics.median([a + b for a, b in zip(times["scan"], times["drain"])])
+        totals = [a + b for a, b in zip(times["scan"], times["drain"])]
+        total = statistics.median(totals)
         print(f"JAX goal task, {n} envs x {steps} steps per call (T = {args.episode_length}; "
               f"{writer.iterations} iterates of {n} episodes recorded over {args.repeats} calls): "
               f"without {n * steps / bare:,.0f} steps/s ({bare:.3f} s per call)")
         print(f"  with record() in the scan: {scan:.3f} s, ratio {scan / bare:.3f}; plus the host-side drain "
               f"(median {statistics.median(times['drain']) * 1e3:.0f} ms per call): {total:.3f} s, "
               f"ratio {total / bare:.3f}; first call incl. compile {compile_bare:.1f} s vs {compile_rec:.1f} s")
+        print(f"  fastest call of each: without {min(times['bare']):.3f} s, with record() {min(times['scan']):.3f} s "
+              f"(ratio {min(times['scan']) / min(times['bare']):.3f}), with drain {min(totals):.3f} s "
+              f"(ratio {min(totals) / min(times['bare']):.3f})")
 
 
 if __name__ == "__main__":

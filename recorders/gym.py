@@ -203,6 +203,10 @@ class RecordVectorEpisodes(VectorWrapper):
         in same-step mode an env that ended has its last step's info in ``info["final_info"]``."""
         key, n = self.cost_key, self.num_envs
         info = info if isinstance(info, dict) else {}
+        if key in info and "final_info" not in info:  # the common case: every env reported its cost
+            mask = info.get(f"_{key}")
+            if mask is None or np.all(mask):
+                return self._column(f"info[{key!r}]", info[key]).astype(np.float64, copy=False)
         cost, have = np.zeros(n), np.zeros(n, bool)
         if key in info:
             mask = np.asarray(info.get(f"_{key}", np.ones(n, bool)), bool)
