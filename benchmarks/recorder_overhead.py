@@ -8,7 +8,9 @@
    recorders.gym.RecordVectorEpisodes (writing its Parquet files to a temporary folder), once
    with the default flush after every iterate and once with flush_every=--flush-every. The
    env is deliberately cheap (a few microseconds per step), so the ratio is the worst case: a
-   real simulator's step costs far more and the recorder's cost stays the same.
+   real simulator's step costs far more and the recorder's cost stays the same. Two figures
+   separate the parts: the recorder's own time per step (on a vector env whose step is free)
+   and the time of one flush (one Parquet write; the default writes after every iterate).
 2. JAX: the built-in goal task at --num-envs envs, jit(scan(vmap(env.step))) over --jax-steps
    steps with random actions, bare and with recorders.jax_recorder.record in the scan body,
    then with the host-side drain into an EpisodeWriter after each call as well (episode length
@@ -53,6 +55,38 @@ class Walk(gymnasium.Env):
         return np.array([self.x]), float(action[0]), self.t >= self.limit, False, {"cost": float(4 <= self.x <= 6)}
 
 
+class Replay(gymnasium.vector.VectorEnv):
+    """A vector env whose step costs nothing (it returns the same arrays): times the recorder alone."""
+
+    metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs):
+        self.num_envs = num_envs
+        n = num_envs
+        self.out = (np.zeros((n, 1)), np.ones(n), np.zeros(n, bool), np.zeros(n, bool),
+                    {"cost": np.ones(n), "_cost": np.ones(n, bool)})
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros((self.num_envs, 1)), {}
+
+    def step(self, actions):
+        return self.out
+
+
+def recorder_step_us(num_envs, steps, folder) -> float:
+    """Microseconds per step that RecordVectorEpisodes adds, measured on a free env (no episode ends)."""
+    env = RecordVectorEpisodes(Replay(num_envs), EpisodeWriter(folder, task="replay", bound=1.0, algo="bench", seed=0))
+    env.reset()
+    bare = Replay(num_envs)
+    times = []
+    for e in (bare, env):
+        start = time.perf_counter()
+        for _ in range(steps):
+            e.step(None)
+        times.append(time.perf_counter() - start)
+    return (times[1] - times[0]) / steps * 1e6
+
+
 def time_gym(num_envs, steps, flush_every, folder) -> tuple[float, int]:
     """(seconds, iterates recorded); flush_every None: no recorder."""
     env = gymnasium.vector.SyncVectorEnv([Walk for _ in range(num_envs)])
@@ -68,6 +102,18 @@ def time_gym(num_envs, steps, flush_every, folder) -> tuple[float, int]:
     seconds = time.perf_counter() - start
     env.close()
     return seconds, writer.iterations if writer else 0
+
+
+def flush_ms(tmp, num_envs, flushes=50) -> float:
+    """Median milliseconds per EpisodeWriter flush of one small iterate (the fixed cost of a Parquet write)."""
+    writer = EpisodeWriter(f"{tmp}/flush", task="walk", bound=5.0, algo="bench", seed=0)
+    block = np.ones((1, num_envs))
+    times = []
+    for _ in range(flushes):
+        start = time.perf_counter()
+        writer.append_iterates(block, block, block.astype(int))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
 
 
 def jax_programs(env, num_envs, steps, capacity):
@@ -120,6 +166,12 @@ def main(argv=None):
             print(f"  with recorder, flush_every={v}: {rec:.3f} s, ratio {rec / bare:.3f} "
                   f"(+{per_step:.1f} us per vector step, +{per_step / args.gym_envs:.2f} us per env step); "
                   f"fastest runs: ratio {min(times[v]) / min(times[None]):.3f}")
+
+        for n in (args.gym_envs, args.num_envs):
+            print(f"  recorder alone (a vector env whose step is free, no episode ending): "
+                  f"{recorder_step_us(n, 20000, f'{tmp}/replay{n}'):.1f} us per vector step of {n} envs")
+        print(f"  one flush (rewriting the open file, default after every iterate): "
+              f"{flush_ms(tmp, args.gym_envs):.1f} ms for an iterate of {args.gym_envs} episodes")
 
         env = envs.make("goal", episode_length=args.episode_length)
         n, steps = args.num_envs, args.jax_steps
