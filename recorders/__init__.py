@@ -1,0 +1,13 @@
+"""Episode recorders: write the episode table the metrics engine reads from any framework's loop.
+
+- :mod:`recorders.writer`: :class:`EpisodeWriter`, one run's crash-safe shard folder;
+- :mod:`recorders.gym`: Gymnasium-style wrappers (single and vector envs) and the final
+  evaluation of a Gymnasium policy (needs the ``gym`` extra: ``pip install -e ".[gym]"``);
+- :mod:`recorders.jax_recorder`: the pure recorder step for JAX loops (jit/vmap/scan), its
+  host-side drain and the final evaluation of a JAX policy.
+
+docs/byo.md walks through one example of each.
+"""
+from recorders.writer import EpisodeWriter, RecorderError
+
+__all__ = ["EpisodeWriter", "RecorderError"]
