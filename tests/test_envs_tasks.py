@@ -55,6 +55,19 @@ def test_goal_sparse_reward_pays_one_on_reach_and_respawns_the_goal():
     assert float(state.reward) == 0.0
 
 
+def test_goal_shaping_after_a_reach_measures_from_the_reach_steps_distance():
+    """As CRAX: the reach step stores its distance (0) as the last distance, so the next step
+    pays -(distance to the nearest goal boundary then) instead of ~0."""
+    goals = FAR_GOALS.at[0].set(jnp.array([0.1, 0.0]))
+    state, step = at("goal", (0.0, 0.0), hazards=FAR_HAZARDS, goals=goals, options=(("reward_distance_scale", 1.0),))
+    state = step(state._replace(task=state.task._replace(last_dist=jnp.float32(0.0))), STILL)
+    assert float(state.task.last_dist) == 0.0
+    state = step(state, STILL)
+    dist = float(jnp.min(jnp.linalg.norm(state.task.goals - state.point.xpos, axis=1))) - 0.2
+    assert dist > 0.05
+    np.testing.assert_allclose(state.reward, -dist, atol=1e-5)
+
+
 def test_goal_shaping_rewards_progress_towards_the_nearest_goal():
     goals = FAR_GOALS.at[0].set(jnp.array([1.5, 0.0]))
     state, step = at("goal", (0.0, 0.0), hazards=FAR_HAZARDS, goals=goals, options=(("reward_distance_scale", 1.0),))
