@@ -1,4 +1,4 @@
-"""Rewards and costs of the built-in tasks on hand-built states (crax-brief sections 5-9):
+"""Rewards and costs of the built-in tasks on hand-built states (CRAX's formulas as docs/envs.md states them):
 costs appear only where the definitions say and are zero elsewhere; rewards move as defined."""
 import functools
 
