@@ -1,4 +1,4 @@
-"""safe_button_point, Level 1, as pip crax-bench 0.1.0 defines it (crax-brief sections 8-9).
+"""safe_button_point, Level 1, as pip crax-bench 0.1.0 defines it (docs/envs.md, "Which button").
 
 Which variant: CRAX's repository ("mirror") and its PyPI release differ materially for this
 task. We follow the PyPI release, for three reasons: (1) it is what the CRAX backend of this
@@ -23,9 +23,9 @@ cost   = 3 per cube or gremlin touched + 1 for touching a non-active button (whe
 obs    = 62: sensors 12, button lidar 16 (all buttons; zero while hidden), active-button
          compass 2, hazard lidar 16 (cubes, gremlins), compasses to the 8 hazards 16.
 
-Simplifications: contacts are projections (envs/contacts.py); gremlins push the agent out of
-their way instead of through MuJoCo's soft contact. Touches are counted at any substep, as
-crax-bench does.
+Contacts (cubes, gremlins, buttons) follow MuJoCo's soft-contact equations with one contact
+point per obstacle (envs/contacts.py); gremlins are kinematic (zero velocity in the contact, as
+MuJoCo's mocap bodies). Touches are counted at any substep, as crax-bench does.
 """
 from __future__ import annotations
 
@@ -137,16 +137,13 @@ class ButtonTask:
         gremlins = gremlin_positions(task.gremlin_centres, steps)
         boxes = jnp.concatenate([task.cubes, gremlins])
 
-        def contact(qpos, qvel, extra):
-            qpos, qvel, hazard_touch = contacts.agent_vs_boxes(qpos, qvel, boxes, HAZARD_HALF)
-            discs, radii = contacts.agent_discs(qpos)
-            pen, normal = contacts.deepest(
-                *contacts.disc_penetration(discs, radii, task.buttons, jnp.full((N_BUTTONS,), BUTTON_RADIUS))
+        def contact(qpos, qvel, ctrl, extra):
+            con = contacts.concat(
+                contacts.box_contacts(qpos, boxes, HAZARD_HALF),
+                contacts.disc_contacts(qpos, task.buttons, jnp.full((N_BUTTONS,), BUTTON_RADIUS)),
             )
-            xy, vxy = contacts.push_out(qpos[:2], qvel[:2], pen, normal)
-            qpos = jnp.concatenate([xy, qpos[2:]])
-            qvel = jnp.concatenate([vxy, qvel[2:]])
-            return qpos, qvel, extra, jnp.concatenate([hazard_touch, pen > -contacts.TOUCH_TOLERANCE])
+            force, touching = contacts.agent_force(qpos, qvel, ctrl, con)
+            return force, extra, touching
 
         agent, _, touching = point.advance(agent, action, N_FRAMES, contact)
         hazard_touch, button_touch = touching[: N_CUBES + N_GREMLINS], touching[N_CUBES + N_GREMLINS :]

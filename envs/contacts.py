@@ -1,132 +1,182 @@
-"""Rigid contacts of the point agent, approximated by projection (the one part CRAX's MuJoCo
-soft-contact solver does not reduce to a closed form).
+"""Contacts of the point agent as MuJoCo resolves them: soft constraints with CRAX's solver
+settings, forces applied at the contact point (so a contact turns the agent).
 
-The agent is two discs: the body sphere (r 0.1) and a disc of r 0.05 centred 0.1 ahead, which
-stands in for the arrow box (same 0.15 forward reach, so a wall stops the centre at 2.79 in
-goal, as in CRAX). After every substep the agent is pushed out of each collidable obstacle
-(axis-aligned boxes or discs) along the contact normal, its approaching normal velocity is
-reflected (restitution AGENT_RESTITUTION) and its tangential velocity loses Coulomb friction
-(AGENT_FRICTION) on that impulse. An obstacle counts as touched in a substep when the agent
-overlaps it or lies within TOUCH_TOLERANCE of it (MuJoCo's "dist <= 0").
+Collision detection runs at the start of every substep, on the positions before the update,
+as in MuJoCo's `mj_step`. The agent's collision shape is its body sphere (r 0.1) and the
+"arrow" box in front of it (half 0.05 centred 0.1 ahead); in the plane the box touches walls
+and boxes with its two front corners (its rear corners lie inside the sphere). Per obstacle
+the deepest of the three candidate points (sphere, left corner, right corner) is the contact.
+
+Each contact is one normal and one tangential constraint row, solved as MuJoCo does for a
+soft constraint: the row's acceleration is pulled towards the reference
+
+    a_ref = -B v - K imp dist          (normal; tangential rows have dist = 0)
+    f     = imp (a_ref - a_unc) / A    with A = J M^-1 J^T, so a = (1 - imp) a_unc + imp a_ref
+
+with MuJoCo's default solref (timeconst 0.02, damping ratio 1) and solimp dmax 0.95:
+K = 1 / (dmax^2 tc^2), B = 2 / (dmax tc), and the effective impedance below.
+The normal force is >= 0 and the friction force |f_t| <= mu f_n (mu = 1, the agent's friction,
+MuJoCo takes the larger of the two geoms'). J includes the lever arm of the contact point
+about the hinge, so friction and off-centre normal forces apply torque: an agent thrusting
+into a wall at an angle is turned and slides along it, and the stiff, one-substep-late
+reference throws it back off the wall, so contact cost is paid on a fraction of the steps,
+as in CRAX. Normal and friction rows of one contact are solved in two Gauss-Seidel passes;
+contacts with different obstacles are summed (they rarely act together in these layouts).
+
+An obstacle counts as touched in a substep when the contact distance is <= 0 at that
+substep's collision detection (MuJoCo's `dist <= 0`; crax-bench ORs this over the substeps).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax.numpy as jnp
 
-from envs.point import ARROW_OFFSET, ARROW_RADIUS, BODY_RADIUS
+from envs import point
+from envs.point import ARROW_HALF, ARROW_OFFSET, BODY_RADIUS
 
-TOUCH_TOLERANCE = 1e-4
-# MuJoCo's soft contacts at CRAX's 0.02 s timestep throw the agent back off a wall almost
-# elastically and its friction (mu = 1) takes most of the sliding speed; measured against
-# CRAX (docs/envs.md) these two numbers reproduce that, and with it how often contact cost
-# is paid (on impact steps, not on every step spent pressing against a wall).
-AGENT_RESTITUTION = 1.0
-AGENT_FRICTION = 1.0
+# solref (0.02, 1) and solimp dmax 0.95 as CRAX's model has them. Two calibrated departures
+# (docs/envs.md, simplification 1): the time constant is not raised to 2 h = 0.04 (MuJoCo's
+# "refsafe"), and the impedance is the effective one of MuJoCo's pyramidal cone, where the
+# 2 (condim - 1) = 10 edge rows of a condim-6 contact all carry the normal spring:
+# imp_eff = n A / (n A + R) with R = (1 - 0.95) / 0.95 * 4 invweight0 and A ~ 2 invweight0.
+TIMECONST = 0.02
+DAMPRATIO = 1.0
+IMP_MAX = 0.95
+N_EDGES = 10
+IMPEDANCE = N_EDGES * 2.0 / (N_EDGES * 2.0 + (1.0 - IMP_MAX) / IMP_MAX * 4.0)  # 0.9896
+STIFFNESS = 1.0 / (IMP_MAX**2 * TIMECONST**2 * DAMPRATIO**2)
+DAMPING = 2.0 / (IMP_MAX * TIMECONST)
+FRICTION = 1.0
+# agent's contact candidates in the body frame: sphere centre (radius 0.1), arrow front corners
+FRONT = ARROW_OFFSET + ARROW_HALF
 
 
-def agent_discs(qpos):
-    """Centres [2, 2] and radii [2] of the agent's two collision discs."""
+class Contacts(NamedTuple):
+    """One contact per obstacle: distance (< 0: penetrating), unit normal from the obstacle
+    towards the agent, and the contact point relative to the agent's body origin."""
+
+    dist: jnp.ndarray  # [n]
+    nx: jnp.ndarray
+    ny: jnp.ndarray
+    rx: jnp.ndarray  # lever arm
+    ry: jnp.ndarray
+
+
+def agent_points(qpos):
+    """World positions (x [3], y [3]) of the sphere centre and the two front corners, and radii."""
     c, s = jnp.cos(qpos[2]), jnp.sin(qpos[2])
-    body = qpos[:2]
-    arrow = body + ARROW_OFFSET * jnp.stack([c, s])
-    return jnp.stack([body, arrow]), jnp.array([BODY_RADIUS, ARROW_RADIUS], qpos.dtype)
+    bx = jnp.array([0.0, FRONT, FRONT])
+    by = jnp.array([0.0, ARROW_HALF, -ARROW_HALF])
+    px = qpos[0] + c * bx - s * by
+    py = qpos[1] + s * bx + c * by
+    return px, py, jnp.array([BODY_RADIUS, 0.0, 0.0])
 
 
-def box_penetration(points, radii, centres, half):
-    """Penetration [m, n] and unit normals [m, n, 2] (pointing from box to disc) of discs vs boxes.
-
-    Computed on separate x and y arrays: a trailing axis of size 2 vectorises badly on the CPU.
-    """
-    px, py = points[:, 0][:, None], points[:, 1][:, None]
-    cx, cy = centres[:, 0][None, :], centres[:, 1][None, :]
-    hx, hy = half[:, 0][None, :], half[:, 1][None, :]
-    dx = px - jnp.clip(px, cx - hx, cx + hx)
-    dy = py - jnp.clip(py, cy - hy, cy + hy)
-    dist = jnp.sqrt(dx * dx + dy * dy)
-    # A centre inside a box (only after deep penetration) is pushed out along the box-centre
-    # direction; the epsilon keeps the normal finite.
-    inside = dist <= 1e-9
-    dx = jnp.where(inside, px - cx, dx)
-    dy = jnp.where(inside, py - cy, dy)
-    norm = jnp.sqrt(dx * dx + dy * dy) + 1e-12
-    return radii[:, None] - dist, jnp.stack([dx / norm, dy / norm], axis=-1)
+def _pick_deepest(dist, nx, ny, rx, ry):
+    """Reduce [points, n] candidates to the deepest point per obstacle."""
+    which = jnp.argmin(dist, axis=0)
+    pick = lambda a: jnp.take_along_axis(a, which[None], axis=0)[0]
+    return Contacts(pick(dist), pick(nx), pick(ny), pick(rx), pick(ry))
 
 
-def disc_penetration(points, radii, centres, obstacle_radii):
-    """Penetration [m, n] and unit normals [m, n, 2] of discs vs discs."""
-    delta = points[:, None, :] - centres[None]
-    dist = jnp.sqrt(jnp.sum(delta**2, axis=-1))
-    normal = delta / (dist[..., None] + 1e-12)
-    return radii[:, None] + obstacle_radii[None] - dist, normal
+def square_wall_contacts(qpos, inner):
+    """Contacts with the four walls of a square arena (inner faces at +-inner), order +x, -x, +y, -y."""
+    px, py, radius = agent_points(qpos)
+    out_x = jnp.array([1.0, -1.0, 0.0, 0.0])
+    out_y = jnp.array([0.0, 0.0, 1.0, -1.0])
+    along = px[:, None] * out_x + py[:, None] * out_y  # [3, 4]
+    dist = inner - along - radius[:, None]
+    # contact point: the point's farthest surface point along the wall's outward normal
+    rx = px[:, None] + radius[:, None] * out_x - qpos[0]
+    ry = py[:, None] + radius[:, None] * out_y - qpos[1]
+    nx = jnp.broadcast_to(-out_x, dist.shape)
+    ny = jnp.broadcast_to(-out_y, dist.shape)
+    return _pick_deepest(dist, nx, ny, rx, ry)
 
 
-def deepest(penetration, normal):
-    """Per obstacle, the deepest of the agent's discs: penetration [n], normal [n, 2]."""
-    which = penetration[0] >= penetration[1]
-    return (
-        jnp.where(which, penetration[0], penetration[1]),
-        jnp.where(which[:, None], normal[0], normal[1]),
-    )
+def box_contacts(qpos, centres, half):
+    """Contacts with axis-aligned boxes (centres [n, 2], half extents [n, 2])."""
+    px, py, radius = agent_points(qpos)
+    px_, py_ = px[:, None], py[:, None]
+    cx, cy = centres[:, 0][None], centres[:, 1][None]
+    hx, hy = half[:, 0][None], half[:, 1][None]
+    dx = px_ - jnp.clip(px_, cx - hx, cx + hx)
+    dy = py_ - jnp.clip(py_, cy - hy, cy + hy)
+    outside = jnp.sqrt(dx * dx + dy * dy)
+    # a point inside the box leaves along the axis of least overlap
+    ox = hx - jnp.abs(px_ - cx)
+    oy = hy - jnp.abs(py_ - cy)
+    inside = outside <= 1e-9
+    along_x = ox <= oy
+    sx = jnp.where(px_ >= cx, 1.0, -1.0)
+    sy = jnp.where(py_ >= cy, 1.0, -1.0)
+    nx = jnp.where(inside, jnp.where(along_x, sx, 0.0), dx / (outside + 1e-12))
+    ny = jnp.where(inside, jnp.where(along_x, 0.0, sy), dy / (outside + 1e-12))
+    depth = jnp.where(inside, -jnp.minimum(ox, oy), outside)
+    dist = depth - radius[:, None]
+    rx = px_ - radius[:, None] * nx - qpos[0]
+    ry = py_ - radius[:, None] * ny - qpos[1]
+    return _pick_deepest(dist, nx, ny, rx, ry)
 
 
-def push_out(xy, vel, penetration, normal, restitution=0.0, friction=0.0):
-    """Project a body out of the obstacles it penetrates and apply a contact impulse.
-
-    penetration [n], normal [n, 2]; an approaching normal velocity v_n becomes
-    -restitution * v_n, and the tangential velocity loses up to friction * (1 + restitution)
-    * |v_n| (Coulomb friction on that impulse). Corrections of several obstacles add up
-    (fine for the well-separated layouts of these tasks).
-    """
-    active = penetration > 0
-    shift = jnp.sum(jnp.where(active[:, None], penetration[:, None] * normal, 0.0), axis=0)
-    inward = jnp.sum(vel * normal, axis=-1)  # [n]
-    hit = active & (inward < 0)
-    impulse = -(1.0 + restitution) * inward  # normal velocity change, >= 0 where hit
-    tangent = vel[None, :] - inward[:, None] * normal  # [n, 2]
-    speed_t = jnp.sqrt(jnp.sum(tangent**2, axis=-1)) + 1e-12
-    slow = jnp.minimum(speed_t, friction * impulse) / speed_t
-    change = impulse[:, None] * normal - slow[:, None] * tangent
-    return xy + shift, vel + jnp.sum(jnp.where(hit[:, None], change, 0.0), axis=0)
+def disc_contacts(qpos, centres, radii):
+    """Contacts with discs (centres [n, 2], radii [n])."""
+    px, py, radius = agent_points(qpos)
+    dx = px[:, None] - centres[:, 0][None]
+    dy = py[:, None] - centres[:, 1][None]
+    d = jnp.sqrt(dx * dx + dy * dy)
+    nx, ny = dx / (d + 1e-12), dy / (d + 1e-12)
+    dist = d - radius[:, None] - radii[None]
+    rx = px[:, None] - radius[:, None] * nx - qpos[0]
+    ry = py[:, None] - radius[:, None] * ny - qpos[1]
+    return _pick_deepest(dist, nx, ny, rx, ry)
 
 
-def agent_vs_boxes(qpos, qvel, centres, half):
-    """Resolve the agent against fixed boxes; returns (qpos, qvel, touching [n])."""
-    discs, radii = agent_discs(qpos)
-    pen, normal = deepest(*box_penetration(discs, radii, centres, half))
-    xy, vxy = push_out(qpos[:2], qvel[:2], pen, normal, AGENT_RESTITUTION, AGENT_FRICTION)
-    return (
-        jnp.concatenate([xy, qpos[2:]]),
-        jnp.concatenate([vxy, qvel[2:]]),
-        pen > -TOUCH_TOLERANCE,
-    )
+def concat(*parts: Contacts) -> Contacts:
+    return Contacts(*(jnp.concatenate(fields) for fields in zip(*parts)))
 
 
-def agent_vs_square_walls(qpos, qvel, inner):
-    """Resolve the agent against the four walls of a square arena, inner faces at +-inner.
+def _minv(qpos, fx, fy, ft):
+    """M(theta)^-1 f for arrays of generalised forces (the agent's mass matrix)."""
+    c, s = jnp.cos(qpos[2]), jnp.sin(qpos[2])
+    return point.solve_mass(point.MASS, point.INERTIA_HINGE, point.MASS * point.COM_OFFSET, c, s, (fx, fy, ft))
 
-    Inside the arena the wall boxes act as half-planes, so this is a clamp per axis, much
-    cheaper than the general box test. Returns (qpos, qvel, touching [4]) in the wall order
-    +x, -x, +y, -y.
-    """
-    x, y, heading = qpos[0], qpos[1], qpos[2]
-    c, s = jnp.cos(heading), jnp.sin(heading)
-    # the farthest point of the agent along each outward normal: body or arrow disc
-    reach = lambda along: jnp.maximum(BODY_RADIUS, ARROW_OFFSET * along + ARROW_RADIUS)
-    pen_px = x + reach(c) - inner
-    pen_nx = -x + reach(-c) - inner
-    pen_py = y + reach(s) - inner
-    pen_ny = -y + reach(-s) - inner
-    x = x - jnp.maximum(pen_px, 0.0) + jnp.maximum(pen_nx, 0.0)
-    y = y - jnp.maximum(pen_py, 0.0) + jnp.maximum(pen_ny, 0.0)
-    vx, vy = qvel[0], qvel[1]
-    # each wall: bounce the normal velocity, Coulomb friction on the tangential one
-    for pen, sign, normal_is_x in ((pen_px, 1.0, True), (pen_nx, -1.0, True), (pen_py, 1.0, False), (pen_ny, -1.0, False)):
-        vn, vt = (vx, vy) if normal_is_x else (vy, vx)
-        hit = (pen > 0) & (sign * vn > 0)
-        impulse = (1.0 + AGENT_RESTITUTION) * jnp.abs(vn)
-        vt_new = jnp.sign(vt) * jnp.maximum(jnp.abs(vt) - AGENT_FRICTION * impulse, 0.0)
-        vn_new = -AGENT_RESTITUTION * vn
-        vn, vt = jnp.where(hit, vn_new, vn), jnp.where(hit, vt_new, vt)
-        vx, vy = (vn, vt) if normal_is_x else (vt, vn)
-    touching = jnp.stack([pen_px, pen_nx, pen_py, pen_ny]) > -TOUCH_TOLERANCE
-    return jnp.stack([x, y, heading]), jnp.stack([vx, vy, qvel[2]]), touching
+
+def solve_rows(vn, vt, an, at, a_nn, a_tt, a_nt, dist, friction=FRICTION):
+    """Normal and friction force of each contact (two Gauss-Seidel passes, MuJoCo's soft rows)."""
+    active = dist < 0.0
+    imp = IMPEDANCE
+    ref_n = -DAMPING * vn - STIFFNESS * imp * dist
+    ref_t = -DAMPING * vt
+    fn = jnp.maximum(0.0, imp * (ref_n - an) / a_nn)
+    ft = imp * (ref_t - at - a_nt * fn) / a_tt
+    ft = jnp.clip(ft, -friction * fn, friction * fn)
+    fn = jnp.maximum(0.0, imp * (ref_n - an - a_nt * ft) / a_nn)
+    ft = jnp.clip(ft, -friction * fn, friction * fn)
+    return jnp.where(active, fn, 0.0), jnp.where(active, ft, 0.0)
+
+
+def agent_rows(qpos, qvel, a_unc, con: Contacts):
+    """Jacobians (normal, tangent) of the contacts on the agent's (x, y, heading), the contact
+    velocities and unconstrained accelerations, and the inverse-inertia products."""
+    tx, ty = -con.ny, con.nx
+    jn = (con.nx, con.ny, con.rx * con.ny - con.ry * con.nx)
+    jt = (tx, ty, con.rx * ty - con.ry * tx)
+    dot = lambda j, v: j[0] * v[0] + j[1] * v[1] + j[2] * v[2]
+    mn = _minv(qpos, *jn)
+    mt = _minv(qpos, *jt)
+    return jn, jt, dot(jn, qvel), dot(jt, qvel), dot(jn, a_unc), dot(jt, a_unc), dot(jn, mn), dot(jt, mt), dot(jn, mt)
+
+
+def generalised(jn, jt, fn, ft):
+    """Sum of J^T f over the contacts: a force on (x, y, heading)."""
+    return jnp.stack([jnp.sum(jn[i] * fn + jt[i] * ft) for i in range(3)])
+
+
+def agent_force(qpos, qvel, ctrl, con: Contacts):
+    """Generalised contact force on the agent from fixed obstacles, and touching [n]."""
+    a_unc = point.forward_acceleration(qpos, qvel, ctrl)
+    jn, jt, vn, vt, an, at, a_nn, a_tt, a_nt = agent_rows(qpos, qvel, a_unc, con)
+    fn, ft = solve_rows(vn, vt, an, at, a_nn, a_tt, a_nt, con.dist)
+    return generalised(jn, jt, fn, ft), con.dist <= 0.0

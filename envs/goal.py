@@ -1,4 +1,4 @@
-"""safe_goal_point, Level 1 (CRAX crax/envs/safe_goal.py as crax-brief section 5 records it).
+"""safe_goal_point, Level 1 (CRAX crax/envs/safe_goal.py; docs/envs.md).
 
 Arena: 2 goal discs (r 0.2), 12 hazard discs (r 0.4, not collidable) placed by max-min slack
 in [-2.5, 2.5]^2, and 4 wall boxes centred at (+-3, 0), (0, +-3) (half 0.06 x 3.0).
@@ -6,13 +6,14 @@ in [-2.5, 2.5]^2, and 4 wall boxes centred at (+-3, 0), (0, +-3) (half 0.06 x 3.
 reward = 1 per goal reached (|p - g| <= 0.2; that goal respawns at once, by rejection
          sampling) + reward_distance_scale * (last distance - distance) to the nearest goal
          boundary. CRAX's default scale is 0.0 (sparse); Safety-Gym-style shaping is 1.0.
-         After a respawn the last distance is reset to the new goal, so a respawn costs nothing.
+         As in CRAX, the step that reaches a goal stores its (old, zero) distance as the last
+         distance, so the next step's shaping pays -(distance to the nearest goal then).
 cost   = sum over hazards of 2 max(0, 1 - d / 0.4) + 3 per wall touched.
 obs    = 62: sensors 12, goal lidar 16 (both goals), hazard lidar 16 (hazards and wall
          centres, range 3), compass to goal 0 (2), compasses to the 8 nearest hazards (16).
 
-Simplifications against CRAX: wall contacts are projections with a bounce and friction
-(envs/contacts.py) instead of MuJoCo soft contacts, and a respawn draws RESPAWN_TRIES
+Simplifications against CRAX: wall contacts follow MuJoCo's soft-contact equations for one
+contact point per wall (envs/contacts.py), and a respawn draws RESPAWN_TRIES
 candidates instead of 100 (the chance that all of 32 fail is below 1e-8 on this layout;
 CRAX's fallback, the agent's position, is kept).
 """
@@ -56,9 +57,10 @@ def goal_distance(xy, goals):
     return jnp.maximum(0.0, jnp.min(jnp.sqrt(jnp.sum((goals - xy) ** 2, axis=-1))) - GOAL_RADIUS)
 
 
-def wall_contact(qpos, qvel, extra):
-    qpos, qvel, touching = contacts.agent_vs_square_walls(qpos, qvel, WALL_INNER)
-    return qpos, qvel, extra, touching
+def wall_contact(qpos, qvel, ctrl, extra):
+    con = contacts.square_wall_contacts(qpos, WALL_INNER)
+    force, touching = contacts.agent_force(qpos, qvel, ctrl, con)
+    return force, extra, touching
 
 
 def _respawn(args):
@@ -119,8 +121,7 @@ class GoalTask:
         reward = jnp.sum(reached) + self.reward_distance_scale * (task.last_dist - dist)
 
         goals = respawn_where(jnp.any(reached), (key, xy, task.goals, task.hazards, reached), task.goals)
-        last_dist = goal_distance(xy, goals)
-        return agent, GoalState(goals, task.hazards, last_dist), reward, cost, jnp.zeros((), bool)
+        return agent, GoalState(goals, task.hazards, dist), reward, cost, jnp.zeros((), bool)
 
     def observe(self, agent, task: GoalState):
         objects = jnp.concatenate([task.goals, task.hazards, WALL_CENTRES])

@@ -2,7 +2,7 @@
 
 CRAX simulates a 3-DOF body (slide x, slide y, hinge z) in MuJoCo XLA with h = 0.02 s and
 4 substeps per env step (5 for circle). With no contacts the MuJoCo update reduces to a
-small closed form (../shared/crax-brief.md section 2), written out here:
+small closed form (docs/envs.md, "The tasks"), written out here:
 
     M(th) = [[m, 0, -e s], [0, m, e c], [-e s, e c, I]]        e = m r_c, I about the hinge
     f     = [F c, F s, tau] - bias - D v,  bias = [-e c w^2, -e s w^2, 0]
@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-# Constants printed from CRAX's mj_model (crax-brief section 2).
+# Constants printed from CRAX's mj_model (point.xml with CRAX's 0.02 s timestep).
 MASS = 0.00518879
 COM_OFFSET = 0.01927232
 INERTIA_COM = 2.64946e-5
@@ -37,12 +37,11 @@ GRAVITY = 9.81
 MAGNETIC_FIELD_Y = -0.5
 
 SENSOR_SIZE = 12
-# The agent's collision shape as two discs: the body sphere and the "arrow" box in front of it
-# (box half 0.05 at +0.1, so it reaches 0.15 forward), the latter approximated by the disc
-# inscribed in the box (same forward reach).
+# The agent's collision shape: the body sphere and the "arrow" box in front of it (box half
+# 0.05 centred 0.1 ahead, so it reaches 0.15 forward); envs/contacts.py uses its front corners.
 BODY_RADIUS = 0.1
 ARROW_OFFSET = 0.1
-ARROW_RADIUS = 0.05
+ARROW_HALF = 0.05
 
 
 class PointState(NamedTuple):
@@ -59,7 +58,7 @@ class PointState(NamedTuple):
     sensors: jnp.ndarray  # float32 [12]
 
 
-def _solve(alpha, beta, e, c, s, f):
+def solve_mass(alpha, beta, e, c, s, f):
     """Solve [[alpha,0,-e s],[0,alpha,e c],[-e s,e c,beta]] x = f in closed form."""
     f1, f2, f3 = f
     x3 = (f3 + e * (s * f1 - c * f2) / alpha) / (beta - e * e / alpha)
@@ -68,8 +67,8 @@ def _solve(alpha, beta, e, c, s, f):
     return x1, x2, x3
 
 
-def _forces(qpos, qvel, ctrl):
-    """Generalised force f (applied - bias - damping) at the given state."""
+def _forces(qpos, qvel, ctrl, external=None):
+    """Generalised force f (applied - bias - damping + external, e.g. contacts) at the state."""
     c, s = jnp.cos(qpos[2]), jnp.sin(qpos[2])
     w = qvel[2]
     thrust = THRUST_GEAR * jnp.clip(ctrl[0], -FORCE_LIMIT, FORCE_LIMIT)
@@ -78,22 +77,26 @@ def _forces(qpos, qvel, ctrl):
     f1 = thrust * c + e * c * w * w - DAMPING_SLIDE * qvel[0]
     f2 = thrust * s + e * s * w * w - DAMPING_SLIDE * qvel[1]
     f3 = torque - DAMPING_HINGE * w
+    if external is not None:
+        f1, f2, f3 = f1 + external[0], f2 + external[1], f3 + external[2]
     return c, s, (f1, f2, f3)
 
 
-def forward_acceleration(qpos, qvel, ctrl):
-    """a_fwd = M^-1 f: what the accelerometer sees."""
-    c, s, f = _forces(qpos, qvel, ctrl)
-    return jnp.stack(_solve(MASS, INERTIA_HINGE, MASS * COM_OFFSET, c, s, f))
+def forward_acceleration(qpos, qvel, ctrl, external=None):
+    """a_fwd = M^-1 f: what the accelerometer sees (and the contact solver's unconstrained a)."""
+    c, s, f = _forces(qpos, qvel, ctrl, external)
+    return jnp.stack(solve_mass(MASS, INERTIA_HINGE, MASS * COM_OFFSET, c, s, f))
 
 
-def substep(qpos, qvel, ctrl):
-    """One MuJoCo Euler substep with implicit joint damping; returns (qpos', qvel', a_fwd)."""
-    c, s, f = _forces(qpos, qvel, ctrl)
+def substep(qpos, qvel, ctrl, external=None):
+    """One MuJoCo Euler substep with implicit joint damping; returns (qpos', qvel', a_fwd).
+
+    `external` [3] is a generalised force added for this substep (the contact forces)."""
+    c, s, f = _forces(qpos, qvel, ctrl, external)
     e = MASS * COM_OFFSET
-    a_fwd = jnp.stack(_solve(MASS, INERTIA_HINGE, e, c, s, f))
+    a_fwd = jnp.stack(solve_mass(MASS, INERTIA_HINGE, e, c, s, f))
     a_imp = jnp.stack(
-        _solve(MASS + SUBSTEP * DAMPING_SLIDE, INERTIA_HINGE + SUBSTEP * DAMPING_HINGE, e, c, s, f)
+        solve_mass(MASS + SUBSTEP * DAMPING_SLIDE, INERTIA_HINGE + SUBSTEP * DAMPING_HINGE, e, c, s, f)
     )
     qvel_new = qvel + SUBSTEP * a_imp
     qpos_new = qpos + SUBSTEP * qvel_new
@@ -129,11 +132,13 @@ def initial_state(qpos, qvel) -> PointState:
 
 
 def advance(state: PointState, action, n_frames, contact=None, extra=None):
-    """One env step: n_frames substeps, each followed by `contact` (if given).
+    """One env step: n_frames substeps, each preceded by `contact` (if given).
 
-    contact(qpos, qvel, extra) -> (qpos, qvel, extra, touching) resolves contacts after a
-    substep (extra carries e.g. the push block); `touching` [n] flags the obstacles in contact
-    and is OR-ed over the substeps, as pip crax-bench counts contacts (accumulate_contacts).
+    contact(qpos, qvel, ctrl, extra) -> (force [3], extra, touching) runs MuJoCo's collision
+    detection and constraint solve on the positions before the substep: it returns the
+    generalised contact force on the agent for that substep, advances whatever `extra` holds
+    (e.g. the push block) over the substep, and flags the obstacles in contact [n], OR-ed
+    over the substeps as pip crax-bench counts contacts (accumulate_contacts).
     Returns (PointState, extra, touching or None).
     """
     ctrl = control(action)
@@ -142,10 +147,11 @@ def advance(state: PointState, action, n_frames, contact=None, extra=None):
     for i in range(n_frames):
         if i == n_frames - 1:
             qpos_before, qvel_before = qpos, qvel
-        qpos, qvel, a_fwd = substep(qpos, qvel, ctrl)
+        force = None
         if contact is not None:
-            qpos, qvel, extra, touch = contact(qpos, qvel, extra)
+            force, extra, touch = contact(qpos, qvel, ctrl, extra)
             touching = touch if touching is None else touching | touch
+        qpos, qvel, a_fwd = substep(qpos, qvel, ctrl, force)
     sensors = sensor_reading(qpos_before[2], qvel_before, a_fwd)
     return PointState(qpos, qvel, qpos_before[:2], sensors), extra, touching
 

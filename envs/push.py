@@ -1,4 +1,4 @@
-"""safe_push_point, Level 1 (CRAX crax/envs/safe_push.py; crax-brief section 7).
+"""safe_push_point, Level 1 (CRAX crax/envs/safe_push.py; docs/envs.md).
 
 Arena: 6 pillars (boxes, half 0.2, collidable), 6 hazard squares (half 0.3, not collidable),
 placed after the goal square (half 0.2) by max-min slack in [-2.5, 2.5]^2; 4 walls centred at
@@ -15,13 +15,10 @@ obs    = 68: sensors 12, goal lidar 16, hazard lidar 16 (pillars, squares, wall 
          goal compass 2, compasses to the 8 nearest hazards 16, agent->block compass 2,
          block->goal compass 2 (agent frame), |agent - block| / 3, |block - goal| / 3.
 
-Simplifications against CRAX (MuJoCo soft contacts): the agent and the block collide as
-rigid bodies (envs/contacts.py): agent discs against the block's box with a perfectly
-inelastic, frictionless normal impulse after each substep; the block is pushed out of walls
-and pillars along the shallower axis. Because each body is damped on its own before the
-impulse, the pair settles at 0.667 m/s under full thrust instead of the ideal coupled
-0.015 / (0.01 + 0.015) = 0.6 m/s (about 10 % faster pushing). Agent-block friction is ignored, so a block pushed off-centre slides away
-sideways, as it also does in CRAX. Goal respawns draw RESPAWN_TRIES candidates (CRAX: 100).
+Contacts (envs/contacts.py): the agent, the block, the pillars and the walls interact through
+MuJoCo-style soft constraint rows solved once per substep: the agent-block contact couples
+both bodies (agent inertia plus the block's mass), the block meets pillars and walls as a box
+(least-overlap axis, free of cost). Goal respawns draw RESPAWN_TRIES candidates (CRAX: 100).
 """
 from __future__ import annotations
 
@@ -86,44 +83,64 @@ def _box_vs_boxes(xy, half, centres, halves):
 
 
 WALL_INNER = 3.5 - 0.1
+WALL_OUT = jnp.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]], jnp.float32)
+
+
+def _block_obstacle_rows(b_xy, pillars):
+    """Block vs pillars and walls (box against boxes, least-overlap axis): dist [10] and
+    normals [10, 2] pointing towards the block."""
+    pillar_half = jnp.full((N_PILLARS, 2), PILLAR_HALF, jnp.float32)
+    pen, normal = _box_vs_boxes(b_xy, BLOCK_HALF, pillars, pillar_half)
+    wall_dist = WALL_INNER - BLOCK_HALF - WALL_OUT @ b_xy
+    return jnp.concatenate([-pen, wall_dist]), jnp.concatenate([normal, -WALL_OUT])
 
 
 def make_contact(pillars):
+    """Substep contact solve of the agent, the block and the fixed obstacles (MuJoCo's soft
+    rows, envs/contacts.py), and the block's substep. extra = (Block, block xy before)."""
     pillar_half = jnp.full((N_PILLARS, 2), PILLAR_HALF, jnp.float32)
+    block_half = jnp.full((1, 2), BLOCK_HALF, jnp.float32)
 
-    def contact(qpos, qvel, block: Block):
-        # the block slides freely (implicit damping, like the agent's joints)
-        b_vel = block.vel * (BLOCK_MASS / (BLOCK_MASS + point.SUBSTEP * BLOCK_DAMPING))
-        b_xy = block.xy + point.SUBSTEP * b_vel
-
-        # agent vs block: split the overlap by mass, inelastic normal impulse
-        discs, radii = contacts.agent_discs(qpos)
-        pen, normal = contacts.deepest(
-            *contacts.box_penetration(discs, radii, b_xy[None], jnp.full((1, 2), BLOCK_HALF, jnp.float32))
+    def contact(qpos, qvel, ctrl, extra):
+        block, _ = extra
+        fixed = contacts.concat(
+            contacts.box_contacts(qpos, pillars, pillar_half), contacts.square_wall_contacts(qpos, WALL_INNER)
         )
-        pen, normal = pen[0], normal[0]
-        hit = pen > 0
-        total = point.MASS + BLOCK_MASS
-        a_xy = qpos[:2] + jnp.where(hit, pen * BLOCK_MASS / total, 0.0) * normal
-        b_xy = b_xy - jnp.where(hit, pen * point.MASS / total, 0.0) * normal
-        approach = jnp.sum((qvel[:2] - b_vel) * normal)
-        impulse = jnp.where(hit & (approach < 0), -approach * point.MASS * BLOCK_MASS / total, 0.0)
-        a_vel = qvel[:2] + impulse / point.MASS * normal
-        b_vel = b_vel - impulse / BLOCK_MASS * normal
+        force_fixed, touching = contacts.agent_force(qpos, qvel, ctrl, fixed)
+        a_unc = point.forward_acceleration(qpos, qvel, ctrl, force_fixed)
 
-        # block vs pillars and walls (free of cost; inelastic)
-        b_pen, b_normal = _box_vs_boxes(b_xy, BLOCK_HALF, pillars, pillar_half)
-        b_xy, b_vel = contacts.push_out(b_xy, b_vel, b_pen, b_normal)
-        limit = WALL_INNER - BLOCK_HALF
-        b_vel = jnp.where(jnp.abs(b_xy) > limit, jnp.where(b_xy * b_vel > 0, 0.0, b_vel), b_vel)
-        b_xy = jnp.clip(b_xy, -limit, limit)
+        # agent vs block: one contact, both bodies in its rows (block: mass only, MuJoCo's M)
+        con = contacts.box_contacts(qpos, block.xy[None], block_half)
+        jn, jt, vn, vt, an, at, a_nn, a_tt, a_nt = contacts.agent_rows(qpos, qvel, a_unc, con)
+        b_acc = -BLOCK_DAMPING * block.vel / BLOCK_MASS
+        n = jnp.stack([con.nx[0], con.ny[0]])
+        t = jnp.stack([-con.ny[0], con.nx[0]])
+        vn = vn - jnp.dot(n, block.vel)
+        vt = vt - jnp.dot(t, block.vel)
+        an = an - jnp.dot(n, b_acc)
+        at = at - jnp.dot(t, b_acc)
+        inv_b = 1.0 / BLOCK_MASS
+        fn, ft = contacts.solve_rows(vn, vt, an, at, a_nn + inv_b, a_tt + inv_b, a_nt, con.dist)
+        force = force_fixed + contacts.generalised(jn, jt, fn, ft)
+        b_force = -(fn[0] * n + ft[0] * t)
 
-        # agent vs pillars and walls (cost 3 each)
-        qpos = jnp.concatenate([a_xy, qpos[2:]])
-        qvel = jnp.concatenate([a_vel, qvel[2:]])
-        qpos, qvel, pillar_touch = contacts.agent_vs_boxes(qpos, qvel, pillars, pillar_half)
-        qpos, qvel, wall_touch = contacts.agent_vs_square_walls(qpos, qvel, WALL_INNER)
-        return qpos, qvel, Block(b_xy, b_vel), jnp.concatenate([pillar_touch, wall_touch])
+        # block vs pillars and walls (free of cost)
+        dist, normal = _block_obstacle_rows(block.xy, pillars)
+        b_acc = b_acc + b_force * inv_b
+        tangent = jnp.stack([-normal[:, 1], normal[:, 0]], -1)
+        zero = jnp.zeros_like(dist)
+        bn, bt = contacts.solve_rows(
+            normal @ block.vel, tangent @ block.vel, normal @ b_acc, tangent @ b_acc,
+            zero + inv_b, zero + inv_b, zero, dist,
+        )
+        b_force = b_force + jnp.sum(bn[:, None] * normal + bt[:, None] * tangent, axis=0)
+
+        # the block's substep: Euler with implicit damping, like the agent's joints
+        b_vel = block.vel + point.SUBSTEP * (b_force - BLOCK_DAMPING * block.vel) / (
+            BLOCK_MASS + point.SUBSTEP * BLOCK_DAMPING
+        )
+        b_xy = block.xy + point.SUBSTEP * b_vel
+        return force, (Block(b_xy, b_vel), block.xy), touching
 
     return contact
 
@@ -175,16 +192,9 @@ class PushTask:
         return agent, state
 
     def transition(self, agent, task: PushState, action, key):
-        contact = make_contact(task.pillars)
         block_before = task.block
-
-        def contact_tracking(qpos, qvel, extra):
-            block, _ = extra
-            qpos, qvel, new_block, touching = contact(qpos, qvel, block)
-            return qpos, qvel, (new_block, block.xy), touching
-
         agent, (block, block_xpos), touching = point.advance(
-            agent, action, N_FRAMES, contact_tracking, (block_before, block_before.xy)
+            agent, action, N_FRAMES, make_contact(task.pillars), (block_before, block_before.xy)
         )
         xy = agent.xpos
         square_dist = jnp.sqrt(jnp.sum((task.squares - xy) ** 2, axis=-1) + 1e-8)

@@ -80,7 +80,7 @@ def test_builtin_goal_follows_crax_on_the_same_layout_and_actions(crax_goal):
         if float(c_state.reward) > 0.5 or float(b_state.reward) > 0.5:
             break  # a goal was reached: the respawn draws differ from here on
         if float(c_state.cost) >= 3.0 or float(b_state.cost) >= 3.0:
-            break  # a wall contact: MuJoCo's soft contact and our projection part ways here
+            break  # a wall contact: MJX's contact and the built-in one part ways here
         worst["path"] = max(worst["path"], float(jnp.max(jnp.abs(b_state.point.qpos - c_state.point.pipeline_state.qpos[:3]))))
         worst["reward"] = max(worst["reward"], abs(float(b_state.reward - c_state.reward)))
         worst["cost"] = max(worst["cost"], abs(float(b_state.cost - c_state.cost)))

@@ -1,0 +1,71 @@
+"""The built-in tasks against the CRAX reference recorded by the fidelity suite.
+
+envs/fidelity_reference.npz holds, per task, CRAX's initial states (layouts, poses) and its
+per-episode cost, return and contact steps for each policy (regenerate with the command in
+docs/envs.md). These tests replay the built-in side from the same starts and check it against
+the reference within the tolerances docs/envs.md reports; the live comparison (both backends
+in one process) is marked `crax` and runs when crax-bench is installed.
+"""
+import os
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from envs import contacts, fidelity, goal, point
+
+REFERENCE = os.path.join(os.path.dirname(fidelity.__file__), "fidelity_reference.npz")
+
+
+def test_reference_file_holds_starts_and_results_for_every_recorded_policy():
+    ref = fidelity.load_reference(REFERENCE)
+    length = int(ref["meta/length"])
+    assert length == fidelity.EPISODE_LENGTH
+    for task in ("goal", "button"):
+        n = ref[f"{task}/keys"].shape[0]
+        for name in fidelity.POLICIES[task]:
+            if f"{task}/{name}/cost" in ref:
+                for field in ("cost", "return", "contacts"):
+                    assert ref[f"{task}/{name}/{field}"].shape == (n,)
+                assert np.all(ref[f"{task}/{name}/contacts"] <= length)
+
+
+def test_builtin_goal_matches_the_crax_reference():
+    """Goal: random and the goal seeker within 10 % on mean cost, V within 0.05."""
+    ref = fidelity.load_reference(REFERENCE)
+    result = fidelity.replay_builtin({**ref}, ["goal"], fidelity.reference_params(ref), only=("random", "goal_seeker"))
+    for (task, name), (cost, ret, contacts) in result.items():
+        b = fidelity.summarise(cost, ret, contacts)
+        c = fidelity.summarise(*(ref[f"{task}/{name}/{f}"] for f in ("cost", "return", "contacts")))
+        assert abs(b["cost"] / c["cost"] - 1) <= 0.10, (name, b, c)
+        for bound in fidelity.BOUNDS:
+            assert abs(b[f"V{bound:g}"] - c[f"V{bound:g}"]) <= 0.05, (name, bound, b, c)
+
+
+def test_contact_rows_push_out_and_turn_the_agent():
+    """A front corner pressed into the +x wall: the normal force points -x, and because it acts
+    off the hinge axis (corner at y = +0.05) it applies a torque."""
+    qpos = jnp.array([2.80, 0.0, -0.05])  # heading slightly right: the left corner leads
+    con = contacts.square_wall_contacts(qpos, goal.WALL_INNER)
+    assert float(con.dist[0]) < 0 and float(con.ry[0]) > 0  # the left front corner
+    force, touching = contacts.agent_force(qpos, jnp.array([1.5, 0.0, 0.0]), jnp.array([1.0, 0.0]), con)
+    assert bool(touching[0]) and not bool(jnp.any(touching[1:]))
+    assert float(force[0]) < 0 and float(force[2]) != 0.0
+    free, touching = contacts.agent_force(jnp.zeros(3), jnp.array([1.5, 0.0, 0.0]), jnp.array([1.0, 0.0]),
+                                          contacts.square_wall_contacts(jnp.zeros(3), goal.WALL_INNER))
+    np.testing.assert_array_equal(free, np.zeros(3))
+    assert not bool(jnp.any(touching))
+
+
+@pytest.mark.slow
+@pytest.mark.crax
+def test_live_builtin_vs_crax_on_goal():
+    pytest.importorskip("crax", reason="the crax extra (PyPI crax-bench) is not installed")
+    import jax
+
+    keys = jax.random.split(jax.random.PRNGKey(3), 8)
+    crax0, builtin0 = fidelity.crax_starts("goal", keys)
+    index = jnp.int32(fidelity.POLICIES["goal"].index("goal_seeker"))
+    c = fidelity.summarise(*fidelity.rollout_fn("goal", "crax", 200)((crax0, ()), keys, index, None))
+    b = fidelity.summarise(*fidelity.rollout_fn("goal", "builtin", 200)(builtin0, keys, index, None))
+    assert abs(b["cost"] - c["cost"]) <= 0.25 * c["cost"] + 3.0, (b, c)
