@@ -2,6 +2,7 @@
 
     python benchmarks/envs_throughput.py [--tasks goal circle push button] [--num-envs 2048]
         [--steps 200] [--repeats 3] [--crax] [--crax-num-envs 256] [--crax-steps 10]
+        [--compare OTHER_CHECKOUT] [--rounds 2] [--single-thread]
 
 Steps/s is wall-clock; "per CPU-second" divides by the CPU time this process used, which
 tells how much of the machine it got when other jobs share it (on an idle 2-core machine
@@ -10,11 +11,20 @@ actions (episode length 2000, so auto-resets happen as in training: all envs at 
 2000 steps). With --crax (and crax-bench importable) the same task is stepped through the
 CRAX adapter in the same run (a jitted loop of vmapped steps; CRAX saturates the CPU well
 below 2048 envs) and the ratio builtin / CRAX is printed. Timings are the best of --repeats.
+
+--compare DIR times the built-in tasks of another checkout (e.g. the old code from
+`git worktree add /tmp/old main`) in the same run: each task runs in a fresh subprocess per
+checkout, alternating this checkout and DIR for --rounds rounds, and the best rate of each is
+compared, so both see the same machine load. --single-thread sets XLA's CPU backend to one
+thread (as training jobs run), which makes CPU-second figures comparable on a shared machine.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import time
 
 import jax
@@ -79,6 +89,55 @@ def measure_crax(env, num_envs, steps, repeats):
     return compile_s, best
 
 
+SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+# Run in a subprocess: import `envs` from the checkout given as argv[1], time one task.
+_CHILD = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, os.path.dirname(sys.argv[2]))
+import jax, envs
+from envs_throughput import measure
+jax.config.update("jax_compilation_cache_dir", os.environ.get("JAX_COMPILATION_CACHE_DIR", ".jax_cache"))
+task, n, steps, repeats = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+print(json.dumps(measure(envs.make(task, episode_length=2000), n, steps, repeats)))
+"""
+
+
+def measure_checkout(checkout, task, num_envs, steps, repeats, single_thread):
+    """measure() for `task` as implemented in another checkout, in a fresh interpreter."""
+    env = dict(os.environ)
+    if single_thread:
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + SINGLE_THREAD_XLA_FLAGS).strip()
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, os.path.abspath(checkout), os.path.abspath(__file__), task,
+         str(num_envs), str(steps), str(repeats)],
+        env=env, check=True, capture_output=True, text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compare(args):
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isdir(os.path.join(args.compare, "envs")):
+        raise SystemExit(f"--compare: {args.compare!r} has no envs/ package (not a checkout of this project)")
+    print(f"load average {os.getloadavg()[0]:.1f} at start; {args.num_envs} envs x {args.steps} steps, "
+          f"best of {args.repeats} x {args.rounds} alternating rounds; "
+          f"{'single-threaded' if args.single_thread else 'default'} XLA threads")
+    print(f"{'task':7s} {'this steps/s':>13s} {'other steps/s':>14s} {'ratio':>6s}   "
+          f"{'this /CPU-s':>12s} {'other /CPU-s':>13s} {'ratio':>6s}")
+    for task in args.tasks:
+        best = {"this": (0.0, 0.0), "other": (0.0, 0.0)}
+        for _ in range(args.rounds):
+            for name, checkout in (("this", here), ("other", args.compare)):
+                _, sps, per_cpu = measure_checkout(
+                    checkout, task, args.num_envs, args.steps, args.repeats, args.single_thread
+                )
+                best[name] = (max(best[name][0], sps), max(best[name][1], per_cpu))
+        (a, ac), (b, bc) = best["this"], best["other"]
+        print(f"{task:7s} {a:13,.0f} {b:14,.0f} {a / b:5.2f}x   {ac:12,.0f} {bc:13,.0f} {ac / bc:5.2f}x", flush=True)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", default=list(envs.TASKS), choices=envs.TASKS)
@@ -88,7 +147,14 @@ def main(argv=None):
     parser.add_argument("--crax", action="store_true", help="also time CRAX's same task (needs crax-bench)")
     parser.add_argument("--crax-num-envs", type=int, default=256)
     parser.add_argument("--crax-steps", type=int, default=10)
+    parser.add_argument("--compare", metavar="DIR", help="also time another checkout's built-in tasks, alternating")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds with --compare")
+    parser.add_argument("--single-thread", action="store_true", help="XLA CPU backend on one thread")
     args = parser.parse_args(argv)
+    if args.compare:
+        return compare(args)
+    if args.single_thread:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + SINGLE_THREAD_XLA_FLAGS).strip()
     jax.config.update("jax_compilation_cache_dir", os.environ.get("JAX_COMPILATION_CACHE_DIR", ".jax_cache"))
 
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, {os.cpu_count()} CPUs, "
