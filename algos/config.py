@@ -163,7 +163,7 @@ def hyper_of(config: TrainConfig) -> Hyper:
 # goal task with Safety-Gym-style distance shaping so that learning shows (docs/envs.md).
 PRESETS: dict[str, dict] = {
     "cpu": dict(
-        num_envs=64, episode_length=250, total_steps=400_000,
+        num_envs=64, episode_length=500, total_steps=800_000,
         batch_size=64, num_minibatches=4, num_epochs=4,
         policy_hidden=(32, 32), critic_hidden=(64, 64),
         chunk_updates=100,
@@ -172,7 +172,7 @@ PRESETS: dict[str, dict] = {
 }
 # task options a preset switches on, per task (only tasks listed get them)
 PRESET_ENV_KWARGS: dict[str, dict[str, dict]] = {
-    "cpu": {"goal": {"reward_distance_scale": 1.0}},
+    "cpu": {"goal": {"reward_distance_scale": 1.0}, "push": {"reward_agent_block_scale": 1.0}},
     "paper": {},
 }
 

@@ -1,6 +1,12 @@
 """Training throughput of algos (PPO-Lag on goal, 2048 envs) against this machine's physical limits.
 
     python benchmarks/train_throughput.py [--num-envs 2048] [--nets cpu,crax] [--chunks 3] [--crax-chunks 1]
+    python benchmarks/train_throughput.py --nets preset --threads 1 --compare OLD_CHECKOUT [--rounds 3]
+
+--compare times this checkout's trainer and another checkout's (e.g. `git worktree add /tmp/old
+main`) in alternating subprocesses of this script (--code DIR imports algos/envs from DIR), so
+both see the same load, and prints the ratio of their rates (best round of each, wall and per
+CPU-second). --threads 1 makes XLA single-threaded (per-core rates), as the sweep's jobs run.
 
 For each network configuration it prints: compile time, end-to-end training env-steps/s (whole
 updates: rollout, normaliser, SGD epochs, multiplier; timed after compilation), the FLOPs per env
@@ -13,6 +19,8 @@ steps/s (random actions, same N) and the ceiling of env + matmul work together.
 Network configurations:
   cpu  - the cpu preset's networks and epochs (algos/config.py), schedule scaled to N envs:
          one unroll of 8 steps per env per update, 4 minibatches;
+  preset - the cpu preset exactly as a sweep job trains it (64 envs, 4 unrolls of 8 per env,
+         4 minibatches of 64 sequences, 4 epochs, chunks of 100 updates; --num-envs ignored);
   crax - CRAX's sizes and schedule (the paper preset): policy 4x32, critics 5x256, 16 unrolls
          of 8, 32 minibatches of 1024 sequences, 6 epochs (262,144 steps per update).
 CRAX's own trainer (its CLI, PPO-Lag on safe_goal_point with its default sizes and schedule) is
@@ -27,7 +35,18 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+def _code_dir(argv) -> str:
+    """--code DIR (a checkout whose algos/envs to import), read before anything is imported."""
+    for i, arg in enumerate(argv):
+        if arg == "--code" and i + 1 < len(argv):
+            return os.path.abspath(argv[i + 1])
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+sys.path.insert(0, _code_dir(sys.argv))
+if "--threads" in sys.argv and sys.argv[sys.argv.index("--threads") + 1] == "1":  # before JAX starts
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -77,6 +96,8 @@ def env_only_rate(env, n: int, steps: int = 200) -> float:
 
 
 def net_config(name: str, num_envs: int):
+    if name == "preset":
+        return make_config("cpu", dict(task="goal", algo="ppo_lag", bound=25.0))
     if name == "crax":
         base = dict(PRESETS["paper"])
         sets = []
@@ -103,11 +124,11 @@ def measure(name: str, num_envs: int, chunks: int, rate_peak: float, env_rate: f
     limit = jnp.int32(10**9)
     state, log, _ = compiled.chunk(state, h, limit)  # warm-up: first call allocates
     log.count.block_until_ready()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for _ in range(chunks):
         state, log, _ = compiled.chunk(state, h, limit)
     log.count.block_until_ready()
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     steps = chunks * cfg.chunk_updates * cfg.steps_per_update
     rate = steps / seconds
     flops = flops_per_env_step(cfg, env.observation_size, env.action_size)
@@ -120,7 +141,9 @@ def measure(name: str, num_envs: int, chunks: int, rate_peak: float, env_rate: f
           f"{cfg.num_minibatches} minibatches of {cfg.batch_size} sequences, {cfg.num_epochs} epochs "
           f"({cfg.steps_per_update:,} steps per update)")
     print(f"  compile (init + chunk + evaluate; 0 if cached in this process): {compiled.compile_s:.1f} s")
-    print(f"  training: {rate:,.0f} env-steps/s ({steps:,} steps in {seconds:.1f} s)")
+    print(f"  training: {rate:,.0f} env-steps/s ({steps:,} steps in {seconds:.1f} s; "
+          f"{steps / cpu_seconds:,.0f} per CPU-second)")
+    print(f"RESULT {rate:.1f} {steps / cpu_seconds:.1f}", flush=True)
     print(f"  FLOPs per env step (dense layers): {flops / 1e6:.3f} MFLOP")
     print(f"  matmul ceiling: {ceiling:,.0f} steps/s -> reached {100 * rate / ceiling:.1f} %")
     print(f"  env + matmul ceiling: {combined:,.0f} steps/s -> reached {100 * rate / combined:.1f} %")
@@ -192,7 +215,13 @@ def main(argv=None) -> None:
                         help="calls timed for the crax nets (each is one 262,144-step update)")
     parser.add_argument("--crax-python", default="/work/venv-crax/bin/python")
     parser.add_argument("--crax-trainer", action="store_true", help="also time CRAX's own trainer (slow)")
+    parser.add_argument("--code", help="checkout whose algos/envs to time (default: this one)")
+    parser.add_argument("--threads", type=int, default=None, help="1: single-threaded XLA (per-core rates)")
+    parser.add_argument("--compare", help="another checkout to time against this one, alternating")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds with --compare")
     args = parser.parse_args(argv)
+    if args.compare:
+        return compare(args)
     enable_compilation_cache()
     device = jax.devices()[0]
     print(f"machine: {os.cpu_count()} CPUs visible, jax {jax.__version__} on {device.platform} ({device.device_kind})")
@@ -212,6 +241,30 @@ def main(argv=None) -> None:
     crax_rate = crax_trainer(args.crax_python, args.num_envs, args.crax_trainer)
     if crax_rate and "crax" in rates:
         print(f"algos with CRAX's sizes vs CRAX's own trainer, same run: {rates['crax'] / crax_rate:.2f}x")
+
+
+def compare(args) -> None:
+    """Alternate subprocesses of this script on this checkout and on --compare; print the ratio."""
+    new, old = _code_dir([]), os.path.abspath(args.compare)
+    base = [sys.executable, os.path.abspath(__file__), "--nets", args.nets, "--num-envs", str(args.num_envs),
+            "--chunks", str(args.chunks)] + (["--threads", str(args.threads)] if args.threads else [])
+    rates = {old: [], new: []}
+    print(f"comparing {new} (new) with {old} (old): nets {args.nets}, {args.rounds} rounds, "
+          f"threads {args.threads or 'all'}, load average {os.getloadavg()[0]:.1f}")
+    for r in range(args.rounds):
+        for code in (old, new):
+            out = subprocess.run(base + ["--code", code], capture_output=True, text=True, env=dict(os.environ))
+            found = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("RESULT")]
+            if out.returncode != 0 or not found:
+                raise SystemExit(f"{code}: failed:\n{out.stderr[-2000:]}")
+            wall, cpu = map(float, found[0])
+            rates[code].append((wall, cpu))
+            print(f"  round {r} {'new' if code == new else 'old'}: {wall:,.0f} env-steps/s wall, {cpu:,.0f} per CPU-s",
+                  flush=True)
+    best = {c: (max(w for w, _ in v), max(p for _, p in v)) for c, v in rates.items()}
+    print(f"old {best[old][0]:,.0f} / new {best[new][0]:,.0f} env-steps/s (best round, wall): {best[new][0] / best[old][0]:.2f}x; "
+          f"per CPU-second {best[old][1]:,.0f} / {best[new][1]:,.0f}: {best[new][1] / best[old][1]:.2f}x; "
+          f"load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ def test_presets_hold_only_what_differs_from_what_they_extend():
             else:
                 assert parent.get(key) != value, f"{path.name}: {key} equals what it extends"
     assert cv.resolve({})["thresholds"] == base["thresholds"]
-    assert cv.resolve({"preset": "default"}) == cv.validate({**base, "preset": "default"})
+    assert cv.resolve({"preset": "default"}) == cv.validate({**base, "bounds": [3.75, 6.25, 12.5], "preset": "default"})
 
 
 def test_paper_builtin_is_paper_on_the_builtin_backend():
@@ -140,7 +140,7 @@ def test_the_sweeps_paper_budget_is_the_trainers_paper_preset_stated_once():
 
 def test_from_trainer_takes_the_trainer_presets_value_and_only_for_the_budget():
     cfg = cv.resolve({"preset": "tiny", "train": {"eval_episodes": "from_trainer", "episode_length": "from_trainer"}})
-    assert (cfg["train"]["eval_episodes"], cfg["train"]["episode_length"], cfg["train"]["num_envs"]) == (100, 250, 4)
+    assert (cfg["train"]["eval_episodes"], cfg["train"]["episode_length"], cfg["train"]["num_envs"]) == (100, 500, 4)
     with pytest.raises(cv.ConfigError, match="'train.threads': from_trainer is allowed only for total_steps"):
         cv.resolve({"preset": "tiny", "train": {"threads": "from_trainer"}})
     with pytest.raises(cv.ConfigError, match=r"'train.preset': 'gpu' is not one of \['cpu', 'paper'\]"):

@@ -30,7 +30,8 @@ def test_default_preset_is_the_papers_grid_on_builtin_tasks_and_cpu_trainer():
     assert cfg["preset"] == "default"
     assert (cfg["backend"], cfg["train"]["preset"]) == ("builtin", "cpu")
     assert cfg["tasks"] == ["goal", "circle", "push", "button"]
-    assert cfg["bounds"] == [15, 25, 50]
+    # the paper's 15 / 25 / 50 at its T = 2000, scaled to the cpu preset's T = 500 (same d / T)
+    assert cfg["bounds"] == [15 * 500 / 2000, 25 * 500 / 2000, 50 * 500 / 2000]
     assert cfg["algos"] == ["ppo", "ppo_lag", "p3o", "focops"]
     assert cfg["seeds"] == [0, 1]
     assert len(status.run_ids(cfg)) == 96

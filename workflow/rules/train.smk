@@ -30,7 +30,7 @@ rule train:
         "python -m workflow.train_job --task {wildcards.task} --bound {wildcards.bound}"
         " --algo {wildcards.algo} --seed {wildcards.seed} --out $(dirname {output.run})"
         " --attempt {resources.train_attempt}"
-        " {params.options} >> {log} 2>&1"
+        " {params.options} --threads {threads} >> {log} 2>&1"
 
 
 rule runs:
