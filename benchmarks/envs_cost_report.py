@@ -41,7 +41,7 @@ def scripted_action(task, state, key):
     rel = target(task, state) - state.point.xpos
     error = jnp.arctan2(rel[1], rel[0]) - state.point.qpos[2]
     error = jnp.arctan2(jnp.sin(error), jnp.cos(error))
-    # The yaw actuator does nothing below |a1| = 0.5 (crax-brief section 2), so turn with at
+    # The yaw actuator does nothing below |a1| = 0.5 (docs/envs.md, the point body), so turn with at
     # least 0.6, and thrust only when roughly aligned (turning at speed circles the target).
     yaw = jnp.where(jnp.abs(error) < 0.05, 0.0, jnp.sign(error) * jnp.clip(0.6 + jnp.abs(error), 0.0, 1.0))
     return jnp.stack([jnp.where(jnp.abs(error) < 0.4, 1.0, 0.0), yaw])

@@ -1,4 +1,4 @@
-"""safe_circle_point, Level 1 (CRAX crax/envs/safe_circle.py; crax-brief section 6).
+"""safe_circle_point, Level 1 (CRAX crax/envs/safe_circle.py; docs/envs.md).
 
 No obstacles and no walls: the agent may leave the arena. 5 substeps per step (dt = 0.1 s).
 Reset: xy ~ U([-0.8, 0.8]^2), heading ~ U(-pi, pi), qvel ~ U(+-0.1).

@@ -1,4 +1,4 @@
-"""Layout sampling as CRAX does it (crax-brief section 4).
+"""Layout sampling as CRAX does it (docs/envs.md).
 
 Initial placement is sequential "max-min slack": each object draws 100 uniform candidates in
 [lo + k, hi - k]^2 (k its keepout) and keeps the one maximising

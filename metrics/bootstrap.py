@@ -1,4 +1,4 @@
-"""IQM and the stratified bootstrap (PAPER.md, Aggregation 3-4), vectorised over replicates."""
+"""IQM and the stratified bootstrap (docs/protocol.md: aggregation and uncertainty), vectorised over replicates."""
 
 from __future__ import annotations
 

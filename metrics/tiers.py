@@ -35,7 +35,7 @@ def _tier_shares(replicates: pd.DataFrame, keys, thresholds) -> pd.DataFrame:
 
 def assign_tiers(result: Aggregate, thresholds=None) -> dict:
     """{'tiers': DataFrame, 'conditions': DataFrame} for stage 2's result and the thresholds
-    (a mapping, or None for PAPER.md Table 1)."""
+    (a mapping, or None for the paper's Table 1, docs/protocol.md)."""
     thresholds = load_thresholds() if thresholds is None else validate_thresholds(thresholds)
     point = result.iqm.pivot_table(index=["algo", "phase"], columns="metric", values="iqm", sort=False).reset_index()
     point["tier"] = tier_of({m: point[m].to_numpy() for m in METRICS}, thresholds)

@@ -1,4 +1,4 @@
-"""The point body against the closed form of crax-brief section 2, written here independently
+"""The point body against the closed form of CRAX's point body (docs/envs.md), written here independently
 (float64 numpy, a generic 3x3 solve), and its measured responses (terminal speed, wall stop)."""
 import jax
 import jax.numpy as jnp
@@ -13,7 +13,7 @@ H = 0.02
 
 
 def reference_env_step(q, v, action, n_frames):
-    """crax-brief section 2: semi-implicit Euler with implicit damping; sensors at the start of
+    """CRAX's point body (docs/envs.md): semi-implicit Euler with implicit damping; sensors at the start of
     the last substep. Returns (q, v, sensors, xy before the last substep)."""
     u = np.clip(np.asarray(action, np.float64), -1, 1)
     for _ in range(n_frames):
@@ -77,7 +77,7 @@ def test_float32_point_dynamics_stay_within_1e_5_of_the_closed_form():
             np.testing.assert_allclose(state.xpos, xy, atol=1e-5)
             # Velocities and sensors: in the band where the yaw actuator is not saturated its
             # feedback gain per substep is h * 0.09 / I ~ 64, which amplifies float32 rounding
-            # of the hinge velocity (the "chatter" of crax-brief section 2) to ~1e-4.
+            # of the hinge velocity (the "chatter" of the hinge) to ~1e-4.
             np.testing.assert_allclose(state.qvel, v, atol=3e-4)
             np.testing.assert_allclose(state.sensors, sensors, atol=2e-3, rtol=1e-4)
 
@@ -98,7 +98,7 @@ def test_full_thrust_reaches_the_documented_speeds():
     for _ in range(60):
         state = step(state)
         speeds.append(float(state.qvel[0]))
-    # crax-brief: 0.21, 0.39, 0.79, 1.17, 1.43 m/s after 1, 2, 5, 10, 20 steps; terminal 1.5
+    # CRAX: 0.21, 0.39, 0.79, 1.17, 1.43 m/s after 1, 2, 5, 10, 20 steps; terminal 1.5
     np.testing.assert_allclose([speeds[i] for i in (0, 1, 4, 9, 19)], [0.21, 0.39, 0.79, 1.17, 1.43], atol=0.01)
     assert abs(speeds[-1] - 1.5) < 5e-3
 
@@ -115,7 +115,7 @@ def test_goal_walls_stop_the_agent_where_crax_does():
         state = step(state, jnp.array([1.0, 0.0]))
         xs.append(float(state.point.qpos[0]))
         costs.append(float(state.cost))
-    # inner face 2.94 minus the arrow's 0.15 reach (crax-brief section 2: x = 2.79)
+    # inner face 2.94 minus the arrow's 0.15 reach (docs/envs.md: x = 2.79)
     np.testing.assert_allclose(max(xs), 2.79, atol=2e-3)
     assert max(xs) <= 2.79 + 1e-4
     # contact cost 3 (one wall) on impact steps only; the agent bounces off as in CRAX
