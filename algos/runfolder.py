@@ -72,6 +72,19 @@ def run_dir(root: str | os.PathLike, task: str, bound: str | float, algo: str, s
     return Path(root) / RUNS_ROOT / run_id(task, bound, algo, seed)
 
 
+def run_of_path(path: str | os.PathLike) -> dict:
+    """task, bound, algo and seed of a file in a run folder (the inverse of `run_dir`)."""
+    parts = Path(path).as_posix().split("/")
+    try:
+        task, d, algo, seed = parts[-5], parts[-4], parts[-3], parts[-2]
+        if not (d.startswith("d") and seed.startswith("seed")):
+            raise ValueError
+        return {"task": task, "bound": float(d[1:]), "algo": algo, "seed": int(seed[4:])}
+    except (IndexError, ValueError):
+        raise ValueError(f"{path}: expected a file of a run folder .../{{task}}/d{{bound}}/{{algo}}/seed{{seed}}/"
+                         ) from None
+
+
 def code_version(repo: str | os.PathLike | None = None) -> str:
     """sha256 (16 hex digits) of the Python sources of CODE_PACKAGES: changes with any edit to
     the code that trains a run, comments included (a conservative trigger)."""

@@ -53,15 +53,20 @@ def task_class(task: str):
     return load(TASK_TABLE[task].builtin)
 
 
-def _builtin_task(task: str, **task_kwargs):
-    cls = task_class(task)
-    known = {f.name for f in dataclasses.fields(cls) if f.name != "observation_size"}
-    unknown = sorted(set(task_kwargs) - known)
+def check_task_options(task: str, names) -> None:
+    """Refuse option names the built-in task does not have (the sweep's config check calls
+    this up front, so a misspelt `train.set: {env.NAME: ...}` fails before any job starts)."""
+    known = {f.name for f in dataclasses.fields(task_class(task)) if f.name != "observation_size"}
+    unknown = sorted(set(names) - known)
     if unknown:
         raise ValueError(
             f"envs.make({task!r}): unknown option(s) {unknown}; this task accepts {sorted(known) or 'none'}"
         )
-    return cls(**task_kwargs)
+
+
+def _builtin_task(task: str, **task_kwargs):
+    check_task_options(task, task_kwargs)
+    return task_class(task)(**task_kwargs)
 
 
 def make(task: str, backend: str = "builtin", level: int = 1, episode_length: int = DEFAULT_EPISODE_LENGTH, **task_kwargs):

@@ -142,6 +142,8 @@ def test_the_workflow_asks_for_every_run_file_and_plans_exponent_bounds(tmp_path
     ({"train": {"num_envs": 3}}, "train.num_envs", "must divide"),
     ({"train": {"set": {"learning_rte": 0.1}}}, "train.set.learning_rte", "unknown config field"),
     ({"train": {"set": {"policy_hidden": "a,b"}}}, "train.set.policy_hidden", "comma-separated integers"),
+    ({"train": {"set": {"env.reward_distanse_scale": 1.0}}}, "train.set.env.reward_distanse_scale",
+     "unknown option(s) ['reward_distanse_scale']"),
 ])
 def test_config_check_refuses_what_the_trainer_would_refuse_naming_the_key(override, key, words):
     with pytest.raises(cv.ConfigError) as err:
@@ -153,6 +155,14 @@ def test_bound_labels_never_use_an_exponent():
     assert [runfolder.bound_label(b) for b in (25, 12.5, 1e-05, 1e20, 0.1)] == \
         ["25", "12.5", "0.00001", "100000000000000000000", "0.1"]
     assert cv.resolve({"preset": "tiny", "bounds": [1e-05]})["bounds"] == [1e-05]
+
+
+def test_run_of_path_inverts_run_dir():
+    for task, bound, algo, seed in [("goal", 6.25, "ppo_lag", 3), ("circle", 1e-05, "ppo", 0), ("push", 25, "p3o", 2**31 - 1)]:
+        path = runfolder.run_dir("/x/sweep", task, bound, algo, seed) / runfolder.TRACE
+        assert runfolder.run_of_path(path) == {"task": task, "bound": bound, "algo": algo, "seed": seed}
+    with pytest.raises(ValueError, match="results/trace.parquet: expected a file of a run folder"):
+        runfolder.run_of_path("results/trace.parquet")
 
 
 def test_snakemake_refuses_a_bad_config_before_any_job(tmp_path):

@@ -181,7 +181,7 @@ def test_multiplier_figure_overlays_the_bounds_per_task_and_algorithm(sweep, cfg
 def test_trace_outside_a_run_folder_without_keys_is_a_clear_error(tmp_path):
     path = tmp_path / "trace.parquet"
     pd.DataFrame({"iteration": [0], "multiplier": [0.0]}).to_parquet(path)
-    with pytest.raises(ValueError, match="expected a run file"):
+    with pytest.raises(ValueError, match="expected a file of a run folder.*no task/bound/algo/seed columns"):
         build._read_traces([str(path)])
     pd.DataFrame({"iteration": [0]}).to_parquet(path)
     with pytest.raises(ValueError, match=r"missing column\(s\) \['multiplier'\]"):

@@ -201,7 +201,17 @@ def check_trainer_options(cfg: Mapping) -> None:
 
     seeds = cfg["seeds"]
     largest_seed = seeds - 1 if isinstance(seeds, int) else max(seeds)
+    env_keys = [key for key in cfg["train"].get("set", {}) if key.startswith("env.")]
     for task in cfg["tasks"]:
+        if env_keys and cfg["backend"] == "builtin":  # imports the task (JAX) only when options are set
+            import envs
+
+            for key in env_keys:
+                try:
+                    envs.check_task_options(task, [key[4:]])
+                except ValueError as err:
+                    raise ConfigError(f"config key 'train.set.{key}': the trainer refuses it for task {task}: "
+                                      f"{err}") from None
         for algo in cfg["algos"]:
             for bound in cfg["bounds"]:
                 try:

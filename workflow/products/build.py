@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from algos import runfolder
 from metrics.schema import FINAL_PHASES, RUN_KEYS
 
 from . import fig_final, fig_training, setup_tables, tables
@@ -32,24 +33,14 @@ def _read_traces(paths) -> pd.DataFrame:
         if missing:
             raise ValueError(f"{path}: trace is missing column(s) {missing} (docs/api-contracts.md)")
         if not set(RUN_KEYS) <= set(df.columns):
-            df = df.assign(**_run_of_path(path))
+            try:
+                df = df.assign(**runfolder.run_of_path(path))
+            except ValueError as err:
+                raise ValueError(f"{err}, and the file has no task/bound/algo/seed columns") from None
         frames.append(df)
     if not frames:
         raise ValueError("no trace files given")
     return pd.concat(frames, ignore_index=True)
-
-
-def _run_of_path(path) -> dict:
-    """task, bound, algo, seed of results/runs/{task}/d{bound}/{algo}/seed{seed}/FILE."""
-    parts = str(path).replace("\\", "/").split("/")
-    try:
-        task, d, algo, seed = parts[-5], parts[-4], parts[-3], parts[-2]
-        if not (d.startswith("d") and seed.startswith("seed")):
-            raise ValueError
-        return {"task": task, "bound": float(d[1:]), "algo": algo, "seed": int(seed[4:])}
-    except (IndexError, ValueError):
-        raise ValueError(f"{path}: expected a run file under .../{{task}}/d{{bound}}/{{algo}}/seed{{seed}}/, "
-                         f"and the file has no task/bound/algo/seed columns") from None
 
 
 def _settings_rc(settings):
