@@ -24,7 +24,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -180,5 +179,7 @@ def episodes_table(blocks: list[dict]) -> pa.Table:
 
 
 def trace_table(trace: dict) -> pa.Table:
+    import pandas as pd  # here: the job wrappers import this module, and pandas costs them ~0.5 s
+
     frame = pd.DataFrame({name: trace[name] for name in TRACE_COLUMNS})
     return pa.Table.from_pandas(frame, preserve_index=False)

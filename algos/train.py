@@ -13,6 +13,7 @@ Progress goes to stderr. See docs/algos.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import platform
@@ -25,6 +26,7 @@ from typing import NamedTuple
 from algos.config import ALGOS, PRESETS  # no JAX: XLA_FLAGS can still be set in main
 from algos.registry import get as get_algorithm
 
+COMPILE_LOCK_ENV = "SAFERL_COMPILE_LOCK_DIR"  # set by workflow.train_job on one machine
 EXIT_TEMPFAIL = 75  # EX_TEMPFAIL: interrupted, checkpoint written, restart to continue
 DEFAULT_CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "saferl-eval", "jax")
 
@@ -75,6 +77,29 @@ def compile_programs(config, env=None) -> Compiled:
     compiled = Compiled(init, chunk, evaluate, template, time.perf_counter() - start)
     _COMPILED[cache_key] = compiled
     return compiled
+
+
+@contextlib.contextmanager
+def compile_lock(config):
+    """While this run compiles its programs, hold an exclusive lock named after their static
+    config in $SAFERL_COMPILE_LOCK_DIR (when set): a run of the same program started meanwhile
+    waits here, then loads the programs from the persistent cache instead of compiling them a
+    second time. Held for the compilation only, not the training."""
+    folder = os.environ.get(COMPILE_LOCK_ENV)
+    if not folder:
+        yield
+        return
+    import fcntl
+    import hashlib
+
+    os.makedirs(folder, exist_ok=True)
+    key = hashlib.sha256(repr(config.static_key()).encode()).hexdigest()[:16]
+    fd = os.open(os.path.join(folder, f"{config.task}-{config.algo}-{key}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 class _StopFlag:
@@ -175,7 +200,8 @@ def _train(config, out_dir, *, env, stop, stop_after_chunks, stop_at, preset, sa
     wall_start = time.perf_counter()
     name = _run_name(config)
     ckpt_dir = os.path.join(out_dir, CHECKPOINT_DIR)
-    compiled = compile_programs(config, env)
+    with compile_lock(config):
+        compiled = compile_programs(config, env)
     if stop.signal is not None:
         say(f"[{name}] signal {stop.signal} while compiling: exiting {EXIT_TEMPFAIL}")
         return EXIT_TEMPFAIL

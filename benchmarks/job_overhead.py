@@ -16,8 +16,11 @@ Phases of a train job (wall seconds; "cpu" is the job's user + system CPU time):
   train, eval run.json's train_wall_s and eval_wall_s;
   write       the rest of run(): initial state, host copies, the parquet and JSON outputs;
   exit        run.json written to process exit;
-and the summarise job's own wall time (`python -m metrics summarise`), unless the train job
-wrote the summary itself.
+and the summarise job's own wall time (`python -m metrics summarise`, through
+`python -m workflow.warm` where the checkout has it, as its rule runs it).
+With warm workers (workflow.warm) the timed runs are served by the workers the warm-up run
+started, as every job after a program's first is in a sweep; "cpu" then counts the job's
+client process only (the worker is not its child), so compare the wall figures.
 """
 from __future__ import annotations
 
@@ -35,7 +38,8 @@ PHASES = ("start-up", "programs", "train", "eval", "write", "exit", "summarise",
 
 def job(code: str, out: str, cache: str, task: str, algo: str, seed: int, threads: int) -> dict:
     """One train job as train.smk runs it, then the summarise step; returns its phases."""
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache, PYTHONPATH=code)
+    # warm workers wait out the other checkout's job (a sweep's jobs follow each other at once)
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache, PYTHONPATH=code, SAFERL_WARM_IDLE_S="300")
     env.pop("XLA_FLAGS", None)
     cmd = [sys.executable, "-m", "workflow.train_job", "--task", task, "--bound", "25", "--algo", algo,
            "--seed", str(seed), "--out", out, "--preset", "cpu", "--backend", "builtin"]
@@ -68,8 +72,10 @@ def job(code: str, out: str, cache: str, task: str, algo: str, seed: int, thread
         phases["summarise"] = 0.0
     else:
         start_s = time.time()
-        subprocess.run([sys.executable, "-m", "metrics", "summarise", os.path.join(out, "episodes.parquet"),
-                        "--out", summary], cwd=code, env=env, check=True, capture_output=True)
+        warm = os.path.exists(os.path.join(code, "workflow", "warm.py"))  # as that checkout's rule runs it
+        subprocess.run([sys.executable, "-m", *(["workflow.warm"] if warm else []), "metrics", "summarise",
+                        os.path.join(out, "episodes.parquet"), "--out", summary], cwd=code, env=env, check=True,
+                       capture_output=True)
         phases["summarise"] = time.time() - start_s
     phases["total"] = end - start + phases["summarise"]
     return phases
@@ -98,6 +104,11 @@ def main(argv=None) -> None:
             results[i].append(job(code, os.path.join(tmp, f"c{i}", f"run{r}"), os.path.join(tmp, f"c{i}", "cache"),
                                   args.task, args.algo, r, args.threads))
     print(f"load average after: {os.getloadavg()[0]:.1f}")
+    for i, code in enumerate(codes):  # end the warm workers this run started
+        if os.path.exists(os.path.join(code, "workflow", "warm.py")):
+            subprocess.run([sys.executable, "-m", "workflow.warm", "--stop"], cwd=code, capture_output=True,
+                           env=dict(os.environ, JAX_COMPILATION_CACHE_DIR=os.path.join(tmp, f"c{i}", "cache"),
+                                    PYTHONPATH=code))
     print("\nmedian seconds per job (wall; cpu = user + system of the train job)")
     print("| phase | " + " | ".join(os.path.basename(c.rstrip("/")) or c for c in codes) + " |")
     print("|---|" + "---|" * len(codes))

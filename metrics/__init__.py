@@ -10,15 +10,51 @@ Stages (each also a ``python -m metrics`` subcommand; docs/metrics.md lists ever
 :func:`evaluate` runs all three. Building blocks: :func:`iqm`, :func:`tier_of`, :func:`load_thresholds`.
 """
 
-from .aggregate import Aggregate, aggregate, read_aggregate, write_aggregate
-from .bootstrap import iqm, percentile_ci, stratified_draws
-from .episodes import read_episodes
-from .evaluate import evaluate
-from .grid import KAPPA
-from .schema import METRICS, PHASES, EpisodeTableError, MetricsWarning, ThresholdError
-from .summary import Summary, concat_summaries, read_summaries, read_summary, summarise, write_summary
-from .thresholds import PAPER_THRESHOLDS, TIER_NAMES, load_thresholds, tier_of, validate_thresholds
-from .tiers import assign_tiers, tiers
+import importlib
+import sys
+import types
+
+# Where each public name lives. Each is imported on first use (PEP 562), so that importing
+# `metrics.atomic` or `metrics.schema` alone costs no pandas or scipy import: the sweep's job
+# wrappers and the trainer use them, and every job pays its imports.
+_HOMES = {
+    "aggregate": ("Aggregate", "aggregate", "read_aggregate", "write_aggregate"),
+    "bootstrap": ("iqm", "percentile_ci", "stratified_draws"),
+    "episodes": ("read_episodes",),
+    "evaluate": ("evaluate",),
+    "grid": ("KAPPA",),
+    "schema": ("METRICS", "PHASES", "EpisodeTableError", "MetricsWarning", "ThresholdError"),
+    "summary": ("Summary", "concat_summaries", "read_summaries", "read_summary", "summarise", "write_summary"),
+    "thresholds": ("PAPER_THRESHOLDS", "TIER_NAMES", "load_thresholds", "tier_of", "validate_thresholds"),
+    "tiers": ("assign_tiers", "tiers"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+class _Package(types.ModuleType):
+    """`metrics.aggregate`, `metrics.evaluate` and `metrics.tiers` are functions, named like the
+    submodules that define them. Importing a submodule binds it to its name on the package; here
+    that binding keeps the function instead, as an eager `from .aggregate import aggregate` would."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and _HOME_OF.get(name) == name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+def __getattr__(name):
+    if name in _HOME_OF:
+        value = getattr(importlib.import_module(f".{_HOME_OF[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME_OF))
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "Aggregate",

@@ -5,13 +5,14 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
-from scipy.stats import trim_mean
 
 CI_PERCENTILES = (2.5, 97.5)
 
 
 def iqm(values, axis=0):
     """Interquartile mean: scipy.stats.trim_mean(values, 0.25) (cuts floor(n/4) from each end)."""
+    from scipy.stats import trim_mean  # here: importing scipy.stats costs ~0.5 s every job that imports metrics
+
     values = np.asarray(values)
     if values.ndim > 1 and axis not in (-1, values.ndim - 1):
         # trim_mean partitions along the axis: much faster on contiguous last-axis rows

@@ -284,32 +284,28 @@ train         1
     ]
 
 
-def test_program_key_ignores_bound_and_seed_but_not_task_algo_or_options():
-    opts = ["--preset", "cpu", "--num-envs", "4"]
-    key = train_job.program_key("goal", "ppo", opts)
-    assert key == train_job.program_key("goal", "ppo", list(opts))
-    assert key != train_job.program_key("goal", "ppo_lag", opts)
-    assert key != train_job.program_key("circle", "ppo", opts)
-    assert key != train_job.program_key("goal", "ppo", ["--preset", "cpu", "--num-envs", "8"])
+def test_the_compile_lock_is_per_program_and_held_for_the_compilation_only(tmp_path, monkeypatch):
+    from algos.config import make_config
+    from algos.train import COMPILE_LOCK_ENV, compile_lock
 
-
-def test_only_the_first_run_of_a_program_compiles_while_the_next_waits(tmp_path):
-    first = train_job.claim_first_compile(str(tmp_path), "goal-ppo-x")
-    assert first is not None
-    code = ("import sys; from workflow import train_job; "
-            "print(train_job.claim_first_compile(sys.argv[1], 'goal-ppo-x'))")
-    waiter = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=REPO,
-                              stdout=subprocess.PIPE, text=True)
-    try:
+    monkeypatch.setenv(COMPILE_LOCK_ENV, str(tmp_path))
+    goal = make_config("cpu", dict(task="goal", algo="ppo", bound=25.0, seed=0))
+    code = ("import sys, time; from algos.config import make_config; from algos.train import compile_lock\n"
+            "cfg = make_config('cpu', dict(task=sys.argv[1], algo='ppo', bound=3.0, seed=5))\n"
+            "with compile_lock(cfg): print('got it', flush=True)")
+    env = dict(os.environ, **{COMPILE_LOCK_ENV: str(tmp_path)})
+    with compile_lock(goal):
+        # another bound and seed of the same program waits while this one compiles ...
+        waiter = subprocess.Popen([sys.executable, "-c", code, "goal"], cwd=REPO, env=env,
+                                  stdout=subprocess.PIPE, text=True)
         with pytest.raises(subprocess.TimeoutExpired):
-            waiter.wait(timeout=1.5)  # blocked while the first run lives
-    finally:
-        os.close(first)  # the first run's process ends
-    out, _ = waiter.communicate(timeout=30)
-    assert out.strip() == "None"  # the program is warm: no lock kept, no compile claimed
-    other = train_job.claim_first_compile(str(tmp_path), "circle-ppo-x")
-    assert other is not None  # another program is claimed independently
-    os.close(other)
+            waiter.wait(timeout=1.5)
+        # ... another program does not
+        other = subprocess.run([sys.executable, "-c", code, "circle"], cwd=REPO, env=env,
+                               capture_output=True, text=True, timeout=60)
+        assert other.stdout.strip() == "got it"
+    out, _ = waiter.communicate(timeout=60)  # released when the compilation ends
+    assert out.strip() == "got it"
 
 
 def test_workflow_outputs_are_written_whole_with_the_usual_mode(tmp_path):

@@ -37,7 +37,8 @@ def _proc_start(pid: int) -> str | None:
 
 
 def this_job() -> dict:
-    """The marker of the calling process (its pid survives the exec into the trainer)."""
+    """The marker of the calling process: the job (its pid survives the exec into the trainer in a
+    SLURM job, and is the warm worker's client on one machine)."""
     return {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _proc_start(os.getpid()),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "started": time.time()}
 

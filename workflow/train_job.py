@@ -8,10 +8,13 @@ rather than trained twice at once. A retry (`--attempt` > 1) after a failure tha
 meet again (DIR/failure.json, written by the trainer on an error) stops at once; retries after
 a time limit, preemption (exit 75), node failure or a kill for memory go ahead and resume.
 Inside a SLURM job it passes the trainer `--stop-at`, the job's end time minus a margin, so
-the trainer checkpoints and exits 75 well before the limit. Outside SLURM, when JAX_COMPILATION_CACHE_DIR is set, the first run of each compiled program
-compiles it while later runs of the same program wait for it (claim_first_compile); then
-the process is replaced by the trainer (exec), so SLURM's SIGTERM / SIGUSR2 reach it
-directly and it can write its checkpoint and exit 75.
+the trainer checkpoints and exits 75 well before the limit. Then the trainer runs: inside a
+SLURM job the process is replaced by it (exec), so SLURM's SIGTERM / SIGUSR2 reach it
+directly and it can write its checkpoint and exit 75; on one machine it runs in a warm worker
+(workflow.warm: JAX imported and earlier runs' programs loaded), which passes those signals
+on. Outside SLURM, when JAX_COMPILATION_CACHE_DIR is set, the first run of a program compiles
+it while later runs of the same program wait, for the compilation only (algos.train's
+compile lock).
 
 Test switch, read from the environment inside the job so that it never becomes a
 Snakemake param (a changed param would rerun every job): SAFERL_FAIL_RUNS, a
@@ -21,9 +24,7 @@ a matching run fails at once with exit status 1 (e.g. SAFERL_FAIL_RUNS='*/seed1'
 from __future__ import annotations
 
 import argparse
-import fcntl
 import fnmatch
-import hashlib
 import json
 import os
 import shlex
@@ -32,8 +33,8 @@ import sys
 import time
 
 from algos.runfolder import FAILURE_RECORD, run_id
-from algos.train import record_failure
-from workflow import runlock
+from algos.train import COMPILE_LOCK_ENV, record_failure
+from workflow import runlock, warm
 from metrics.atomic import write_text
 
 FAIL_RUNS_ENV = "SAFERL_FAIL_RUNS"
@@ -59,38 +60,9 @@ def trainer_options(cfg: dict) -> str:
     return " ".join(opts)
 
 
-def trainer_argv(args: argparse.Namespace, extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "algos.train", "--task", args.task, "--bound", args.bound,
-            "--algo", args.algo, "--seed", str(args.seed), "--out", args.out, *extra]
-
-
-def program_key(task: str, algo: str, extra: list[str]) -> str:
-    """Runs that differ only in bound and seed share one compiled program (both are runtime
-    values), so one key per task, algorithm and trainer options."""
-    text = json.dumps([task, algo, sorted(extra)])
-    return f"{task}-{algo}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-
-
-def claim_first_compile(cache_dir: str, key: str):
-    """Let one run per program compile it while the others of the same program wait.
-
-    Without this, two runs of the same task and algorithm started side by side both spend
-    the (30-150 s) compilation; with it the second waits and then loads the program from the
-    persistent cache. The first run keeps an exclusive lock on `<cache>/.saferl-locks/KEY`
-    until its process ends (the descriptor survives the exec into the trainer); later runs
-    find the warm marker and go on at once. Returns the descriptor to keep open, or None.
-    """
-    lock_dir = os.path.join(cache_dir, ".saferl-locks")
-    os.makedirs(lock_dir, exist_ok=True)
-    fd = os.open(os.path.join(lock_dir, key + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_EX)  # waits while the first run of this program is alive
-    warm = os.path.join(lock_dir, key + ".warm")
-    if os.path.exists(warm):
-        os.close(fd)
-        return None
-    write_text(warm, "")
-    os.set_inheritable(fd, True)
-    return fd
+def trainer_args(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    return ["--task", args.task, "--bound", args.bound, "--algo", args.algo, "--seed", str(args.seed),
+            "--out", args.out, *extra]
 
 
 def slurm_end_time(job_id: str) -> float | None:
@@ -152,17 +124,18 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
         record_failure(args.out, message)
         print(f"train_job: {message}", file=sys.stderr, flush=True)
         sys.exit(1)
-    cmd = trainer_argv(args, extra)
+    cmd = trainer_args(args, extra)
     job_id = os.environ.get("SLURM_JOB_ID")
     stop_at = stop_time(slurm_end_time(job_id), time.time(),
                         float(os.environ.get(STOP_MARGIN_ENV, DEFAULT_STOP_MARGIN_S))) if job_id else None
     if stop_at is not None:
         cmd += ["--stop-at", f"{stop_at:.0f}"]
     cache_dir = os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    if cache_dir and not job_id:  # one machine: runs share its cache
-        claim_first_compile(cache_dir, program_key(args.task, args.algo, extra))
-    print("train_job: exec " + " ".join(cmd), file=sys.stderr, flush=True)
-    os.execv(cmd[0], cmd)
+    if cache_dir and not job_id:  # one machine: runs share its cache, so one compiles while the next waits
+        os.environ.setdefault(COMPILE_LOCK_ENV, os.path.join(cache_dir, ".saferl-locks"))
+    how = "in a warm worker" if warm.use_warm(os.environ) else "exec"
+    print(f"train_job: python -m algos.train {' '.join(cmd)} ({how})", file=sys.stderr, flush=True)
+    sys.exit(warm.run("algos.train", cmd))
 
 
 if __name__ == "__main__":

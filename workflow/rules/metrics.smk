@@ -4,6 +4,8 @@
 # `tiers` and what reads tiers.csv / conditions.csv - never training or aggregation.
 
 
+# summarise runs in a warm worker on one machine (workflow.warm: pandas and pyarrow already
+# imported), as `python -m metrics summarise` in the job's own process inside SLURM jobs.
 rule summarise:
     input:
         episodes=RUN_DIR + "/" + runfolder.EPISODES,
@@ -13,7 +15,7 @@ rule summarise:
     log:
         LOGS_DIR + "/summarise/{task}/d{bound}/{algo}/seed{seed}.log",
     shell:
-        "python -m metrics summarise {input.episodes} --out {output} > {log} 2>&1"
+        "python -m workflow.warm metrics summarise {input.episodes} --out {output} > {log} 2>&1"
 
 
 rule aggregate:
