@@ -93,3 +93,19 @@ def test_without_warm_workers_the_module_runs_in_the_job_process(pool, tmp_path)
     assert not worker_pids(pool)
     refused = client(pool, "os", "system")
     assert refused.returncode != 0 and "not one a worker runs" in refused.stderr
+
+
+def test_a_worker_that_dies_fails_the_job_with_a_pointer_to_its_output(pool, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "workflow.warm", "algos.train", *SMALL, "--seed", "0", "--out",
+                             str(tmp_path / "run"), "--total-steps", str(200 * 2048 * 100)], cwd=REPO, env=pool,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    for line in proc.stderr:
+        if "iterate" in line or time.time() > deadline:
+            break
+    folder = warm.pool_dir(warm.worker_env("algos.train", SMALL) | {k: pool[k] for k in (warm.DIR_ENV, "PYTHONPATH")})
+    found = subprocess.run(["pgrep", "-f", f"workflow.warm --serve {folder}"], capture_output=True, text=True)
+    os.kill(int(found.stdout.split()[0]), signal.SIGKILL)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=60) == 1
+    assert "the worker died during the job" in rest and str(folder / "w0.log") in rest

@@ -154,7 +154,7 @@ def _take_slot(folder: Path, env: dict) -> tuple[int, socket.socket] | None:
         if conn is None:
             os.close(fd)
             return None
-        return fd, conn  # fd stays open (and locked) until this process exits
+        return slot, conn  # the lock fd stays open (and locked) until this process exits
     return None
 
 
@@ -169,7 +169,7 @@ def run(module: str, args: list[str]) -> int:
     if taken is None:
         print("workflow.warm: no warm worker could be started; running in this process", file=sys.stderr, flush=True)
         exec_plain(module, args)
-    _, conn = taken
+    slot, conn = taken
     def stop(signum, frame):  # the worker stops the run (the trainer checkpoints and answers 75)
         try:
             conn.send(b"s")
@@ -183,7 +183,8 @@ def run(module: str, args: list[str]) -> int:
     try:
         reply, _ = _recv(conn)
     except (ConnectionError, OSError, ValueError):
-        print("workflow.warm: the worker died during the job", file=sys.stderr, flush=True)
+        log = pool_dir(env) / f"w{slot}.log"
+        print(f"workflow.warm: the worker died during the job (its own output: {log})", file=sys.stderr, flush=True)
         return 1
     return int(reply["status"])
 
