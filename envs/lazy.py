@@ -11,8 +11,24 @@ differentiable (custom_vmap has no reverse mode), which an environment step does
 """
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import jax
 import jax.numpy as jnp
+
+
+class StepKey(NamedTuple):
+    """A step's key left unfolded: `step_key(k)` is `fold_in(key, t)`. Tasks that set
+    `lazy_step_key = True` receive this from `Env.step` and fold it only where they draw (inside
+    a lazy branch), since a per-env threefry on every step was a measurable part of a step."""
+
+    key: Any
+    t: Any
+
+
+def step_key(key):
+    """The PRNG key of a step: fold_in(key, t) for a StepKey, the key itself otherwise."""
+    return jax.random.fold_in(key.key, key.t) if isinstance(key, StepKey) else key
 
 
 def _broadcast(tree, batched, size):
