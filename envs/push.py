@@ -133,7 +133,7 @@ def make_contact(pillars):
             normal @ block.vel, tangent @ block.vel, normal @ b_acc, tangent @ b_acc,
             zero + inv_b, zero + inv_b, zero, dist,
         )
-        b_force = b_force + jnp.sum(bn[:, None] * normal + bt[:, None] * tangent, axis=0)
+        b_force = b_force + sensing.fold_rows(jnp.add, bn[:, None] * normal + bt[:, None] * tangent)
 
         # the block's substep: Euler with implicit damping, like the agent's joints
         b_vel = block.vel + point.SUBSTEP * (b_force - BLOCK_DAMPING * block.vel) / (
