@@ -7,7 +7,8 @@ the episode bookkeeping every algorithm needs, so the tasks stay small.
 
 Keys: `reset(key)` splits key into (episode key, next-reset key); the state keeps the
 next-reset key in `state.key`, so an auto-reset gives exactly `env.reset(state.key)`; the
-randomness inside an episode (goal respawns) is `fold_in(state.key, t)`.
+randomness inside an episode (goal respawns) is `fold_in(state.key, t)`; a task with
+`lazy_step_key = True` gets it as an unfolded `envs.lazy.StepKey` and folds it where it draws.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from envs.lazy import lazy_where
+from envs.lazy import StepKey, lazy_where
 
 
 class EnvState(NamedTuple):
@@ -80,7 +81,10 @@ class Env:
 
     def step(self, state: EnvState, action) -> EnvState:
         action = jnp.asarray(action, jnp.float32)
-        step_key = jax.random.fold_in(state.key, state.t)
+        if getattr(self.task, "lazy_step_key", False):
+            step_key = StepKey(state.key, state.t)
+        else:
+            step_key = jax.random.fold_in(state.key, state.t)
         point, task_state, reward, cost, terminated = self.task.transition(
             state.point, state.task, action, step_key
         )

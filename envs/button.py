@@ -30,13 +30,14 @@ MuJoCo's mocap bodies). Touches are counted at any substep, as crax-bench does.
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from envs import contacts, point, sensing
 from envs.goal import agent_reset_state
+from envs.lazy import lazy_where, step_key
 from envs.placement import PLACEMENT_CANDIDATES, PLACEMENT_MARGIN
 
 N_FRAMES = 4
@@ -107,6 +108,10 @@ def place_buttons(key, agent_xy):
     return jnp.sum(jnp.where(first[:, None, None], layouts, 0.0), axis=0)
 
 
+# A new active button where one was touched; under vmap drawn only on steps where some env did.
+_draw_active = lazy_where(lambda key: jax.random.randint(step_key(key), (), 0, N_BUTTONS))
+
+
 def _dist(a, b):
     return jnp.sqrt(jnp.sum((a - b) ** 2) + 1e-8)
 
@@ -118,6 +123,7 @@ def _active_xy(buttons, active):
 @dataclasses.dataclass(frozen=True)
 class ButtonTask:
     observation_size: int = 62
+    lazy_step_key: ClassVar[bool] = True  # the key is folded only when a button is touched
 
     def init(self, key):
         k_agent, k_layout, k_active = jax.random.split(key, 3)
@@ -156,7 +162,7 @@ class ButtonTask:
         dist = _dist(_active_xy(task.buttons, task.active), xy)
         reward = (task.last_dist - dist) + success
 
-        active = jnp.where(success, jax.random.randint(key, (), 0, N_BUTTONS), task.active)
+        active = _draw_active(success, key, task.active)
         timer = jnp.where(success, RESAMPLING_DELAY, jnp.maximum(0, task.timer - 1)).astype(jnp.int32)
         last_dist = jnp.where(success, _dist(_active_xy(task.buttons, active), xy), dist)
         new = task._replace(gremlins=gremlins, active=active, timer=timer, steps=steps, last_dist=last_dist)

@@ -75,8 +75,11 @@ def agent_points(qpos):
 
 def _pick_deepest(dist, nx, ny, rx, ry):
     """Reduce [points, n] candidates to the deepest point per obstacle."""
-    which = jnp.argmin(dist, axis=0)
-    pick = lambda a: jnp.take_along_axis(a, which[None], axis=0)[0]
+    # argmin over the three points written as selects (first minimum wins, as argmin's);
+    # the argmin + take_along_axis version was a gather per field under vmap
+    take1 = dist[1] < dist[0]
+    take2 = dist[2] < jnp.where(take1, dist[1], dist[0])
+    pick = lambda a: jnp.where(take2, a[2], jnp.where(take1, a[1], a[0]))
     return Contacts(pick(dist), pick(nx), pick(ny), pick(rx), pick(ry))
 
 

@@ -20,13 +20,13 @@ CRAX's fallback, the agent's position, is kept).
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from envs import contacts, point, sensing
-from envs.lazy import lazy_where
+from envs.lazy import lazy_where, step_key
 from envs.placement import place_layout, rejection_sample
 
 N_FRAMES = 4
@@ -53,6 +53,13 @@ class GoalState(NamedTuple):
     last_dist: jnp.ndarray  # distance to the nearest goal boundary before this step
 
 
+def _distances(xy, centres):
+    """|centres - xy| [n] from separate x and y (a reduction over a size-2 trailing axis
+    became a slow library fusion on XLA's CPU backend)."""
+    dx, dy = centres[:, 0] - xy[0], centres[:, 1] - xy[1]
+    return jnp.sqrt(dx * dx + dy * dy)
+
+
 def goal_distance(xy, goals):
     return jnp.maximum(0.0, jnp.min(jnp.sqrt(jnp.sum((goals - xy) ** 2, axis=-1))) - GOAL_RADIUS)
 
@@ -74,7 +81,7 @@ def _respawn(args):
     leaving = jnp.where(reached[0], goals[0], goals[1])
     obstacles = jnp.concatenate([xy[None], hazards, staying[None], leaving[None]])
     new, _ = rejection_sample(
-        key, RESPAWN_TRIES, -EXTENT + 0.01, EXTENT - 0.01, obstacles, RESPAWN_RADII,
+        step_key(key), RESPAWN_TRIES, -EXTENT + 0.01, EXTENT - 0.01, obstacles, RESPAWN_RADII,
         WALL_CENTRES, WALL_HALF, GOAL_RADIUS, xy,
     )
     return jnp.where(reached[:, None], new, goals)
@@ -96,6 +103,7 @@ def agent_reset_state(key, noise):
 class GoalTask:
     reward_distance_scale: float = 0.0
     observation_size: int = 62
+    lazy_step_key: ClassVar[bool] = True  # the key is folded only inside the respawn branch
 
     def init(self, key):
         k_agent, k_layout = jax.random.split(key)
@@ -111,11 +119,12 @@ class GoalTask:
     def transition(self, agent, task: GoalState, action, key):
         agent, _, wall_touch = point.advance(agent, action, N_FRAMES, wall_contact)
         xy = agent.xpos
-        hazard_dist = jnp.sqrt(jnp.sum((task.hazards - xy) ** 2, axis=-1))
-        cost = HAZARD_COST * jnp.sum(jnp.maximum(0.0, 1.0 - hazard_dist / HAZARD_RADIUS))
+        hazard_dist = _distances(xy, task.hazards)
+        # a chain of adds: as a reduction this was a slow library fusion on XLA's CPU backend
+        cost = HAZARD_COST * sensing.fold_rows(jnp.add, jnp.maximum(0.0, 1.0 - hazard_dist / HAZARD_RADIUS))
         cost = cost + WALL_COST * jnp.sum(wall_touch)
 
-        goal_dist = jnp.sqrt(jnp.sum((task.goals - xy) ** 2, axis=-1))
+        goal_dist = _distances(xy, task.goals)
         reached = goal_dist <= GOAL_RADIUS
         dist = jnp.maximum(0.0, jnp.min(goal_dist) - GOAL_RADIUS)
         reward = jnp.sum(reached) + self.reward_distance_scale * (task.last_dist - dist)

@@ -5,20 +5,42 @@ obvious way would rebuild a whole layout (hundreds of candidate placements) on e
 every environment. With a custom batching rule the batched version becomes
 `where(pred, cond(any(pred), vmap(fn)(arg), zeros), other)`: identical results, and the
 reset work is done only on the steps where some environment actually finishes (every T steps
-when episodes run in lockstep). Only fn's result passes through the cond (zeros when nobody
-needs it); the select stays outside, where it fuses with the rest of the step. Not
-differentiable (custom_vmap has no reverse mode), which an environment step does not need.
+when episodes run in lockstep). When only a few environments need fn (a goal respawn), fn
+runs on just those, gathered and scattered back, not on the whole batch. Only fn's result
+passes through the cond (zeros when nobody needs it); the select stays outside, where it
+fuses with the rest of the step. Not differentiable (custom_vmap has no reverse mode), which an environment step does not need.
 """
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import jax
 import jax.numpy as jnp
+
+
+class StepKey(NamedTuple):
+    """A step's key left unfolded: `step_key(k)` is `fold_in(key, t)`. Tasks that set
+    `lazy_step_key = True` receive this from `Env.step` and fold it only where they draw (inside
+    a lazy branch), since a per-env threefry on every step was a measurable part of a step."""
+
+    key: Any
+    t: Any
+
+
+def step_key(key):
+    """The PRNG key of a step: fold_in(key, t) for a StepKey, the key itself otherwise."""
+    return jax.random.fold_in(key.key, key.t) if isinstance(key, StepKey) else key
 
 
 def _broadcast(tree, batched, size):
     return jax.tree_util.tree_map(
         lambda x, b: x if b else jnp.broadcast_to(x, (size,) + jnp.shape(x)), tree, batched
     )
+
+
+# Steps where at most this many environments need fn (goal respawns: a few per step at 2048
+# envs) compute it for just those; more (the lockstep auto-reset) run it on the whole batch.
+COMPACT = 8
 
 
 def lazy_where(fn):
@@ -40,7 +62,20 @@ def lazy_where(fn):
         batched_fn = jax.vmap(fn)
         shapes = jax.eval_shape(batched_fn, arg)
         zeros = lambda: jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-        fresh = jax.lax.cond(jnp.any(pred), lambda: batched_fn(arg), zeros)
+
+        def few():
+            # gather the (at most COMPACT) environments that need fn, compute, scatter back;
+            # padding repeats environment 0, whose result is the same or not selected
+            index = jnp.nonzero(pred, size=COMPACT, fill_value=0)[0]
+            part = batched_fn(jax.tree_util.tree_map(lambda a: a[index], arg))
+            return jax.tree_util.tree_map(lambda z, p: z.at[index].set(p), zeros(), part)
+
+        if axis_size > 4 * COMPACT:
+            count = jnp.sum(pred, dtype=jnp.int32)
+            branch = (count > 0).astype(jnp.int32) + (count > COMPACT).astype(jnp.int32)
+            fresh = jax.lax.switch(branch, [zeros, few, lambda: batched_fn(arg)])
+        else:
+            fresh = jax.lax.cond(jnp.any(pred), lambda: batched_fn(arg), zeros)
         out = jax.tree_util.tree_map(
             lambda f, o: jnp.where(pred.reshape((axis_size,) + (1,) * (o.ndim - 1)), f, o), fresh, other
         )

@@ -23,14 +23,14 @@ both bodies (agent inertia plus the block's mass), the block meets pillars and w
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from envs import contacts, point, sensing
 from envs.goal import agent_reset_state
-from envs.lazy import lazy_where
+from envs.lazy import lazy_where, step_key
 from envs.placement import place_layout, rejection_sample
 
 N_FRAMES = 4
@@ -133,7 +133,7 @@ def make_contact(pillars):
             normal @ block.vel, tangent @ block.vel, normal @ b_acc, tangent @ b_acc,
             zero + inv_b, zero + inv_b, zero, dist,
         )
-        b_force = b_force + jnp.sum(bn[:, None] * normal + bt[:, None] * tangent, axis=0)
+        b_force = b_force + sensing.fold_rows(jnp.add, bn[:, None] * normal + bt[:, None] * tangent)
 
         # the block's substep: Euler with implicit damping, like the agent's joints
         b_vel = block.vel + point.SUBSTEP * (b_force - BLOCK_DAMPING * block.vel) / (
@@ -155,7 +155,7 @@ def _respawn(args):
         [jnp.full((N_PILLARS, 2), PILLAR_HALF), jnp.full((N_SQUARES, 2), SQUARE_HALF), WALL_HALF]
     ).astype(jnp.float32)
     new_goal, _ = rejection_sample(
-        key, RESPAWN_TRIES, -EXTENT + 0.01, EXTENT - 0.01, obstacles,
+        step_key(key), RESPAWN_TRIES, -EXTENT + 0.01, EXTENT - 0.01, obstacles,
         jnp.array([point.BODY_RADIUS, 0.0], jnp.float32), boxes, halves, GOAL_KEEPOUT, xy,
     )
     return new_goal
@@ -174,6 +174,7 @@ class PushTask:
     reward_distance_scale: float = 1.0
     reward_agent_block_scale: float = 0.1
     observation_size: int = 68
+    lazy_step_key: ClassVar[bool] = True  # the key is folded only inside the respawn branch
 
     def init(self, key):
         k_agent, k_block, k_layout = jax.random.split(key, 3)
@@ -197,7 +198,9 @@ class PushTask:
             agent, action, N_FRAMES, make_contact(task.pillars), (block_before, block_before.xy)
         )
         xy = agent.xpos
-        square_dist = jnp.sqrt(jnp.sum((task.squares - xy) ** 2, axis=-1) + 1e-8)
+        # separate x and y: a reduction over a size-2 trailing axis is a slow CPU fusion
+        dx, dy = task.squares[:, 0] - xy[0], task.squares[:, 1] - xy[1]
+        square_dist = jnp.sqrt(dx * dx + dy * dy + 1e-8)
         cost = COLLISION_COST * jnp.sum(touching) + PROXIMITY_COST * jnp.sum(
             jnp.maximum(0.0, 1.0 - square_dist / SQUARE_HALF)
         )

@@ -131,6 +131,30 @@ def test_single_env_and_vmapped_steps_agree():
         assert bool(batch.done[i]) == bool(s.done)
 
 
+@pytest.mark.parametrize("needed", [0, 3, 8, 9, 64])
+def test_lazy_where_matches_where_for_none_few_and_many(needed):
+    """envs.lazy: the batched rule (nobody / a gathered few / the whole batch) equals the plain where."""
+    from envs.lazy import lazy_where
+
+    fn = lambda a: (jnp.sin(a[0]) * a[1], a[1] + 1)
+    n = 64
+    arg = (jnp.linspace(0.0, 3.0, n), jnp.arange(n, dtype=jnp.int32))
+    other = (jnp.full(n, -1.0), jnp.full(n, -7, jnp.int32))
+    pred = jnp.zeros(n, bool).at[jnp.arange(needed) * 7 % n].set(True)
+    got = jax.jit(jax.vmap(lazy_where(fn)))(pred, arg, other)
+    want = jax.vmap(lambda p, a, o: jax.tree_util.tree_map(lambda f, x: jnp.where(p, f, x), fn(a), o))(pred, arg, other)
+    for x, y in zip(got, want):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_step_key_is_the_fold_in_of_the_stored_key_and_t():
+    from envs.lazy import StepKey, step_key
+
+    key = jax.random.PRNGKey(3)
+    np.testing.assert_array_equal(step_key(StepKey(key, jnp.int32(7))), jax.random.fold_in(key, 7))
+    np.testing.assert_array_equal(step_key(key), key)
+
+
 def test_crax_backend_without_the_extra_says_how_to_install_it():
     try:
         import crax  # noqa: F401
