@@ -69,3 +69,24 @@ def test_live_builtin_vs_crax_on_goal():
     c = fidelity.summarise(*fidelity.rollout_fn("goal", "crax", 200)((crax0, ()), keys, index, None))
     b = fidelity.summarise(*fidelity.rollout_fn("goal", "builtin", 200)(builtin0, keys, index, None))
     assert abs(b["cost"] - c["cost"]) <= 0.25 * c["cost"] + 3.0, (b, c)
+
+
+def test_builtin_block_speed_matches_the_crax_reference():
+    """The pushed block's speed (agent thrusting straight into it, pair started settled) within
+    3 % of the CRAX figure stored in the reference (`--record-block-speed`)."""
+    ref = fidelity.load_reference(REFERENCE)
+    c = fidelity.block_speed_summary(ref["push/block_speed/total"], ref["push/block_speed/steps"])
+    b = fidelity.block_speed_summary(*fidelity.block_speed_runs("builtin"))
+    assert c["starts"] == b["starts"] == len(fidelity.BLOCK_SPEED_HEADINGS) * len(fidelity.BLOCK_SPEED_OFFSETS)
+    assert abs(b["speed"] / c["speed"] - 1) <= 0.03, (b, c)
+    # both near the force balance: full thrust over both dampings
+    assert abs(c["speed"] / fidelity.coupled_speed() - 1) <= 0.05, c
+
+
+@pytest.mark.slow
+@pytest.mark.crax
+def test_live_block_speed_builtin_vs_crax():
+    pytest.importorskip("crax", reason="the crax extra (PyPI crax-bench) is not installed")
+    c = fidelity.block_speed_summary(*fidelity.block_speed_runs("crax"))
+    b = fidelity.block_speed_summary(*fidelity.block_speed_runs("builtin"))
+    assert abs(b["speed"] / c["speed"] - 1) <= 0.03, (b, c)
