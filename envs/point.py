@@ -134,8 +134,9 @@ def initial_state(qpos, qvel) -> PointState:
 def advance(state: PointState, action, n_frames, contact=None, extra=None):
     """One env step: n_frames substeps, each preceded by `contact` (if given).
 
-    contact(qpos, qvel, ctrl, extra) -> (force [3], extra, touching) runs MuJoCo's collision
-    detection and constraint solve on the positions before the substep: it returns the
+    contact(qpos, qvel, ctrl, extra, warm) -> (force [3], extra, touching) runs MuJoCo's
+    collision detection and constraint solve on the positions before the substep (warm: the
+    previous substep's acceleration, MuJoCo's solver warm start): it returns the
     generalised contact force on the agent for that substep, advances whatever `extra` holds
     (e.g. the push block) over the substep, and flags the obstacles in contact [n], OR-ed
     over the substeps as pip crax-bench counts contacts (accumulate_contacts).
@@ -144,16 +145,33 @@ def advance(state: PointState, action, n_frames, contact=None, extra=None):
     ctrl = control(action)
     qpos, qvel = state.qpos, state.qvel
     touching = None
+    warm = last_acceleration(state) if contact is not None else None
     for i in range(n_frames):
         if i == n_frames - 1:
             qpos_before, qvel_before = qpos, qvel
         force = None
         if contact is not None:
-            force, extra, touch = contact(qpos, qvel, ctrl, extra)
+            force, extra, touch = contact(qpos, qvel, ctrl, extra, warm)
             touching = touch if touching is None else touching | touch
         qpos, qvel, a_fwd = substep(qpos, qvel, ctrl, force)
+        warm = a_fwd
     sensors = sensor_reading(qpos_before[2], qvel_before, a_fwd)
     return PointState(qpos, qvel, qpos_before[:2], sensors), extra, touching
+
+
+def last_acceleration(state: PointState):
+    """The acceleration a_fwd of the last substep of the previous step (MuJoCo's qacc, which
+    the next solve starts from), recovered from the state: the velocimeter and gyro hold the
+    velocity at that substep's start, qvel the velocity after it, and the damped update
+    v' = v + h (M + h D)^-1 M a_fwd is inverted. After a reset it is 0, as MuJoCo's is."""
+    heading = state.qpos[2] - SUBSTEP * state.qvel[2]
+    c, s = jnp.cos(heading), jnp.sin(heading)
+    vx, vy = state.sensors[3], state.sensors[4]
+    before = jnp.stack([c * vx - s * vy, s * vx + c * vy, state.sensors[8]])
+    a_imp = (state.qvel - before) / SUBSTEP
+    damp = solve_mass(MASS, INERTIA_HINGE, MASS * COM_OFFSET, c, s,
+                      (DAMPING_SLIDE * a_imp[0], DAMPING_SLIDE * a_imp[1], DAMPING_HINGE * a_imp[2]))
+    return a_imp + SUBSTEP * jnp.stack(damp)
 
 
 def control(action):

@@ -47,7 +47,8 @@ def test_contact_rows_push_out_and_turn_the_agent():
     off the hinge axis (corner at y = +0.05) it applies a torque."""
     qpos = jnp.array([2.80, 0.0, -0.05])  # heading slightly right: the left corner leads
     con = contacts.square_wall_contacts(qpos, goal.WALL_INNER)
-    assert float(con.dist[0]) < 0 and float(con.ry[0]) > 0  # the left front corner
+    deep = contacts.deepest(con)  # candidates [sphere, left, right corner] per wall -> deepest
+    assert float(deep.dist[0]) < 0 and float(deep.ry[0]) > 0  # the left front corner
     force, touching = contacts.agent_force(qpos, jnp.array([1.5, 0.0, 0.0]), jnp.array([1.0, 0.0]), con)
     assert bool(touching[0]) and not bool(jnp.any(touching[1:]))
     assert float(force[0]) < 0 and float(force[2]) != 0.0
