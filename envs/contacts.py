@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 from envs import point
@@ -191,6 +192,7 @@ NORMAL_EDGES = 8
 BOX_CONTACTS = 4.0
 CG_ITERATIONS = 4  # CRAX's solver settings: CG, iterations 4, ls_iterations 4
 LS_ITERATIONS = 4
+NEAREST = 2
 
 
 def impedance(dist):
@@ -259,6 +261,12 @@ def agent_force(qpos, qvel, ctrl, con: Contacts, warm=None):
         [m * a[0] - e * s * a[2], m * a[1] + e * c * a[2], -e * s * a[0] + e * c * a[1] + inertia * a[2]]
     )
     solve_m = lambda f: jnp.stack(point.solve_mass(m, inertia, e, c, s, (f[0], f[1], f[2])))
+    touching = jnp.any(con.dist <= 0.0, axis=0)
+    # rows only for the NEAREST obstacles (at most 2 touch at once: an arena corner); the
+    # solve's cost grows with the row count and the rest are inactive
+    if con.dist.shape[1] > NEAREST:
+        _, near = jax.lax.top_k(-jnp.min(con.dist, axis=0), NEAREST)
+        con = Contacts(*(a[:, near] for a in con))
     mult = multiplicity(con.dist).reshape(-1)
     dist, nx, ny, rx, ry = (a.reshape(-1) for a in con)
     tx, ty = -ny, nx
@@ -297,4 +305,4 @@ def agent_force(qpos, qvel, ctrl, con: Contacts, warm=None):
         search = -mgrad + jnp.maximum(0.0, beta) * search
     # the force applied is the rows' force at the last iterate (MJX's qfrc_constraint), not
     # M (acc - a0): the two differ when the solve stops short, and the integrator uses this one
-    return -rows.T @ (weight * jnp.minimum(jaref, 0.0)), jnp.any(con.dist <= 0.0, axis=0)
+    return -rows.T @ (weight * jnp.minimum(jaref, 0.0)), touching
