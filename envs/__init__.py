@@ -66,6 +66,10 @@ def check_task_options(task: str, names) -> None:
 
 def _builtin_task(task: str, **task_kwargs):
     check_task_options(task, task_kwargs)
+    if "contact_model" in task_kwargs:
+        from envs.contacts import check_contact_model
+
+        check_contact_model(task, task_kwargs["contact_model"])
     return task_class(task)(**task_kwargs)
 
 

@@ -23,8 +23,8 @@ cost   = 3 per cube or gremlin touched + 1 for touching a non-active button (whe
 obs    = 62: sensors 12, button lidar 16 (all buttons; zero while hidden), active-button
          compass 2, hazard lidar 16 (cubes, gremlins), compasses to the 8 hazards 16.
 
-Contacts (cubes, gremlins, buttons) follow MuJoCo's soft-contact equations with one contact
-point per obstacle (envs/contacts.py); gremlins are kinematic (zero velocity in the contact, as
+Contacts (cubes, gremlins, buttons) follow MJX's soft-contact rows and solver for the sphere
+and the arrow's front corners (envs/contacts.py); gremlins are kinematic (zero velocity in the contact, as
 MuJoCo's mocap bodies). Touches are counted at any substep, as crax-bench does.
 """
 from __future__ import annotations
@@ -131,6 +131,7 @@ def _active_xy(buttons, active):
 
 @dataclasses.dataclass(frozen=True)
 class ButtonTask:
+    contact_model: str = "simple"
     observation_size: int = 62
     lazy_step_key: ClassVar[bool] = True  # the key is folded only when a button is touched
 
@@ -152,12 +153,12 @@ class ButtonTask:
         gremlins = gremlin_positions(task.gremlin_centres, steps)
         boxes = jnp.concatenate([task.cubes, gremlins])
 
-        def contact(qpos, qvel, ctrl, extra):
+        def contact(qpos, qvel, ctrl, extra, warm):
             con = contacts.concat(
                 contacts.box_contacts(qpos, boxes, HAZARD_HALF),
                 contacts.disc_contacts(qpos, task.buttons, jnp.full((N_BUTTONS,), BUTTON_RADIUS)),
             )
-            force, touching = contacts.agent_force(qpos, qvel, ctrl, con)
+            force, touching = contacts.agent_force(qpos, qvel, ctrl, con, warm, self.contact_model)
             return force, extra, touching
 
         agent, _, touching = point.advance(agent, action, N_FRAMES, contact)

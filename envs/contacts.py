@@ -1,27 +1,27 @@
-"""Contacts of the point agent as MuJoCo resolves them: soft constraints with CRAX's solver
-settings, forces applied at the contact point (so a contact turns the agent).
+"""Contacts of the point agent as MJX resolves them: MuJoCo's soft constraint rows, solved
+the way CRAX's solver settings do (conjugate gradient, 4 iterations, 4 line-search steps).
 
 Collision detection runs at the start of every substep, on the positions before the update,
 as in MuJoCo's `mj_step`. The agent's collision shape is its body sphere (r 0.1) and the
 "arrow" box in front of it (half 0.05 centred 0.1 ahead); in the plane the box touches walls
-and boxes with its two front corners (its rear corners lie inside the sphere). Per obstacle
-the deepest of the three candidate points (sphere, left corner, right corner) is the contact.
+and boxes with its two front corners (its rear corners lie inside the sphere). Each obstacle
+yields three candidate points (sphere, left corner, right corner), [3, n] arrays.
 
-Each contact is one normal and one tangential constraint row, solved as MuJoCo does for a
-soft constraint: the row's acceleration is pulled towards the reference
+Fixed obstacles (`agent_force`): every penetrating point contributes MJX's pyramidal rows
+(constants and the row structure are described above `MJX_TIMECONST`); the solver minimises
 
-    a_ref = -B v - K imp dist          (normal; tangential rows have dist = 0)
-    f     = imp (a_ref - a_unc) / A    with A = J M^-1 J^T, so a = (1 - imp) a_unc + imp a_ref
+    0.5 (a - a0)' M (a - a0) + sum over active rows 0.5 D (J a - a_ref)^2,
+    a_ref = -B J v - K imp dist,  D = imp / ((1 - imp) invweight)
 
-with MuJoCo's default solref (timeconst 0.02, damping ratio 1) and solimp dmax 0.95:
-K = 1 / (dmax^2 tc^2), B = 2 / (dmax tc), and the effective impedance below.
-The normal force is >= 0 and the friction force |f_t| <= mu f_n (mu = 1, the agent's friction,
-MuJoCo takes the larger of the two geoms'). J includes the lever arm of the contact point
-about the hinge, so friction and off-centre normal forces apply torque: an agent thrusting
-into a wall at an angle is turned and slides along it, and the stiff, one-substep-late
-reference throws it back off the wall, so contact cost is paid on a fraction of the steps,
-as in CRAX. Normal and friction rows of one contact are solved in two Gauss-Seidel passes;
-contacts with different obstacles are summed (they rarely act together in these layouts).
+starting from the previous substep's acceleration (MuJoCo's warm start), and the force
+applied is the rows' force at the 4th iterate. These rows are stiff, so 4 iterations stop
+short of the minimum and the applied force overshoots: the agent is thrown back off a wall,
+pillar or cube instead of coming to rest against it, as in CRAX. (Solved to convergence, the
+same rows reproduce MuJoCo's Newton solver and pin the agent to the obstacle.)
+
+The push block (`solve_rows`, used by envs/push.py) keeps the earlier one-contact model: the
+deepest point, one normal and one tangential row solved in two Gauss-Seidel passes with
+solref (0.02, 1) and an effective impedance; its pushed speed matches CRAX's (docs/envs.md).
 
 An obstacle counts as touched in a substep when the contact distance is <= 0 at that
 substep's collision detection (MuJoCo's `dist <= 0`; crax-bench ORs this over the substeps).
@@ -30,16 +30,16 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 from envs import point
 from envs.point import ARROW_HALF, ARROW_OFFSET, BODY_RADIUS
 
-# solref (0.02, 1) and solimp dmax 0.95 as CRAX's model has them. Two calibrated departures
-# (docs/envs.md, simplification 1): the time constant is not raised to 2 h = 0.04 (MuJoCo's
-# "refsafe"), and the impedance is the effective one of MuJoCo's pyramidal cone, where the
-# 2 (condim - 1) = 10 edge rows of a condim-6 contact all carry the normal spring:
-# imp_eff = n A / (n A + R) with R = (1 - 0.95) / 0.95 * 4 invweight0 and A ~ 2 invweight0.
+# The block's contact (solve_rows): solref (0.02, 1) and solimp dmax 0.95 as CRAX's model has
+# them, without MuJoCo's "refsafe" raise of the time constant to 2 h, and the effective
+# impedance of a 10-edge pyramidal cone: imp_eff = n A / (n A + R) with
+# R = (1 - 0.95) / 0.95 * 4 invweight0 and A ~ 2 invweight0.
 TIMECONST = 0.02
 DAMPRATIO = 1.0
 IMP_MAX = 0.95
@@ -53,8 +53,9 @@ FRONT = ARROW_OFFSET + ARROW_HALF
 
 
 class Contacts(NamedTuple):
-    """One contact per obstacle: distance (< 0: penetrating), unit normal from the obstacle
-    towards the agent, and the contact point relative to the agent's body origin."""
+    """Candidate contacts, [3 points, n obstacles] (or [n] once reduced by `deepest`): distance
+    (< 0: penetrating), unit normal from the obstacle towards the agent, and the contact point
+    relative to the agent's body origin."""
 
     dist: jnp.ndarray  # [n]
     nx: jnp.ndarray
@@ -73,14 +74,15 @@ def agent_points(qpos):
     return px, py, jnp.array([BODY_RADIUS, 0.0, 0.0])
 
 
-def _pick_deepest(dist, nx, ny, rx, ry):
+def deepest(con: Contacts) -> Contacts:
     """Reduce [points, n] candidates to the deepest point per obstacle."""
     # argmin over the three points written as selects (first minimum wins, as argmin's);
     # the argmin + take_along_axis version was a gather per field under vmap
+    dist = con.dist
     take1 = dist[1] < dist[0]
     take2 = dist[2] < jnp.where(take1, dist[1], dist[0])
     pick = lambda a: jnp.where(take2, a[2], jnp.where(take1, a[1], a[0]))
-    return Contacts(pick(dist), pick(nx), pick(ny), pick(rx), pick(ry))
+    return Contacts(*(pick(a) for a in con))
 
 
 def square_wall_contacts(qpos, inner):
@@ -95,7 +97,7 @@ def square_wall_contacts(qpos, inner):
     ry = py[:, None] + radius[:, None] * out_y - qpos[1]
     nx = jnp.broadcast_to(-out_x, dist.shape)
     ny = jnp.broadcast_to(-out_y, dist.shape)
-    return _pick_deepest(dist, nx, ny, rx, ry)
+    return Contacts(dist, nx, ny, rx, ry)
 
 
 def box_contacts(qpos, centres, half):
@@ -120,7 +122,7 @@ def box_contacts(qpos, centres, half):
     dist = depth - radius[:, None]
     rx = px_ - radius[:, None] * nx - qpos[0]
     ry = py_ - radius[:, None] * ny - qpos[1]
-    return _pick_deepest(dist, nx, ny, rx, ry)
+    return Contacts(dist, nx, ny, rx, ry)
 
 
 def disc_contacts(qpos, centres, radii):
@@ -133,11 +135,11 @@ def disc_contacts(qpos, centres, radii):
     dist = d - radius[:, None] - radii[None]
     rx = px[:, None] - radius[:, None] * nx - qpos[0]
     ry = py[:, None] - radius[:, None] * ny - qpos[1]
-    return _pick_deepest(dist, nx, ny, rx, ry)
+    return Contacts(dist, nx, ny, rx, ry)
 
 
 def concat(*parts: Contacts) -> Contacts:
-    return Contacts(*(jnp.concatenate(fields) for fields in zip(*parts)))
+    return Contacts(*(jnp.concatenate(fields, axis=-1) for fields in zip(*parts)))
 
 
 def _minv(qpos, fx, fy, ft):
@@ -177,9 +179,163 @@ def generalised(jn, jt, fn, ft):
     return jnp.stack([jnp.sum(jn[i] * fn + jt[i] * ft) for i in range(3)])
 
 
-def agent_force(qpos, qvel, ctrl, con: Contacts):
-    """Generalised contact force on the agent from fixed obstacles, and touching [n]."""
+# MJX's contact rows as they act on the planar agent (pyramidal cone, condim 6): of the 10
+# edge rows J_n +- mu_k J_k, the two sliding edges along the in-plane tangent carry friction
+# (mu 1); the other 8 (vertical tangent, torsion, rolling: no DOF or mu <= 0.01) equal J_n.
+# Every row has R = (1 - imp) / imp * invweight, invweight = 4 * the agent's translational
+# body_invweight0 (pyramidal: (1 + mu^2) 2 mu^2 / impratio with mu = 1), and is pulled
+# towards a_ref = -B J v - K imp dist with MuJoCo's "refsafe" time constant 2 h = 0.04.
+# MJX's box-box collision returns 4 contacts per pair: at a single penetrating corner all 4
+# sit there, with both front corners in they split 2 and 2 (the face's two heights).
+MJX_TIMECONST = max(TIMECONST, 2 * point.SUBSTEP)
+MJX_K = 1.0 / (IMP_MAX**2 * MJX_TIMECONST**2 * DAMPRATIO**2)
+MJX_B = 2.0 / (IMP_MAX * MJX_TIMECONST)
+IMP_MIN, IMP_WIDTH = 0.9, 0.001  # solimp (0.9, 0.95, 0.001, 0.5, 2)
+INVWEIGHT = 4.0 * 128.48210091  # printed from CRAX's model: body_invweight0 of the agent
+NORMAL_EDGES = 8
+BOX_CONTACTS = 4.0
+CG_ITERATIONS = 4  # CRAX's solver settings: CG, iterations 4, ls_iterations 4
+LS_ITERATIONS = 4
+NEAREST = 2
+
+
+def impedance(dist):
+    """MuJoCo's solimp curve (dmin 0.9, dmax 0.95, width 1 mm, midpoint 0.5, power 2)."""
+    x = jnp.minimum(jnp.abs(dist) / IMP_WIDTH, 1.0)
+    y = jnp.where(x < 0.5, 2.0 * x * x, 1.0 - 2.0 * (1.0 - x) ** 2)
+    return IMP_MIN + y * (IMP_MAX - IMP_MIN)
+
+
+def multiplicity(dist):
+    """Contacts MJX makes at each candidate point [3, n]: 1 for the sphere, the box-box
+    pair's 4 shared among the penetrating front corners."""
+    corners = dist[1:] < 0.0
+    share = BOX_CONTACTS / jnp.maximum(jnp.sum(corners, axis=0), 1)
+    return jnp.concatenate([jnp.ones_like(dist[:1]), jnp.where(corners, share, 0.0)])
+
+
+def _ls_point(alpha, jaref, jv, quad, quad_gauss):
+    """[alpha, cost, d cost, d2 cost] along the search line (MJX's _LSPoint)."""
+    active = (jaref + alpha * jv < 0.0)[:, None]
+    q = quad_gauss + jnp.sum(jnp.where(active, quad, 0.0), axis=0)
+    cost = alpha * alpha * q[2] + alpha * q[1] + q[0]
+    return jnp.stack([alpha, cost, 2.0 * alpha * q[2] + q[1], 2.0 * q[2] + jnp.where(q[2] == 0.0, 1e-15, 0.0)])
+
+
+def _linesearch(jaref, jv, quad, quad_gauss):
+    """MJX's zoom line search (Newton steps that narrow a bracket): the step size."""
+    point_at = lambda a: _ls_point(a, jaref, jv, quad, quad_gauss)
+    newton = lambda p: point_at(p[0] - p[2] / p[3])
+    p0 = point_at(0.0)
+    first = newton(p0)
+    lesser = first[2] < p0[2]
+    hi, lo = jnp.where(lesser, p0, first), jnp.where(lesser, first, p0)
+    go = jnp.array(True)
+    inside = lambda x, y: ((x < y) & (y < 0)) | ((x > y) & (y > 0))
+    for _ in range(LS_ITERATIONS):
+        lo_next, hi_next, mid = newton(lo), newton(hi), point_at(0.5 * (lo[0] + hi[0]))
+        new_lo, new_hi, moved = lo, hi, jnp.array(False)
+        for cand in (lo_next, mid, hi_next):
+            take = inside(new_lo[2], cand[2])
+            new_lo, moved = jnp.where(take, cand, new_lo), moved | take
+        for cand in (hi_next, mid, lo_next):
+            take = inside(new_hi[2], cand[2])
+            new_hi, moved = jnp.where(take, cand, new_hi), moved | take
+        lo, hi = jnp.where(go, new_lo, lo), jnp.where(go, new_hi, hi)
+        go = go & moved
+    improved = (lo[1] < p0[1]) | (hi[1] < p0[1])
+    return jnp.where(improved, jnp.where(lo[1] < hi[1], lo[0], hi[0]), 0.0)
+
+
+CONTACT_MODELS = ("mjx", "simple")  # the tasks' `contact_model` option (docs/envs.md)
+
+
+def check_contact_model(task: str, model: str) -> None:
+    if model not in CONTACT_MODELS:
+        raise ValueError(f"envs.make({task!r}): contact_model={model!r}; choose one of {CONTACT_MODELS}")
+
+
+def agent_force(qpos, qvel, ctrl, con: Contacts, warm=None, model: str = "mjx"):
+    """Generalised contact force on the agent from fixed obstacles (con: [3, n] candidate
+    points), and touching [n], with the contact model `model` ("mjx" or "simple")."""
+    if model == "simple":
+        return agent_force_simple(qpos, qvel, ctrl, con)
+    return agent_force_mjx(qpos, qvel, ctrl, con, warm)
+
+
+def agent_force_simple(qpos, qvel, ctrl, con: Contacts):
+    """The cheaper model: per obstacle the deepest of the three points, one normal and one
+    friction row solved in two Gauss-Seidel passes (`solve_rows`, time constant 0.02 and the
+    effective impedance, as the push block's contact). About 12x cheaper than MJX's solve on
+    goal, and it lets an agent that keeps pushing stay on an obstacle longer than CRAX's
+    (1.5-2.9x the contact steps of CRAX for such policies; docs/envs.md)."""
+    con = deepest(con)
     a_unc = point.forward_acceleration(qpos, qvel, ctrl)
     jn, jt, vn, vt, an, at, a_nn, a_tt, a_nt = agent_rows(qpos, qvel, a_unc, con)
     fn, ft = solve_rows(vn, vt, an, at, a_nn, a_tt, a_nt, con.dist)
     return generalised(jn, jt, fn, ft), con.dist <= 0.0
+
+
+def agent_force_mjx(qpos, qvel, ctrl, con: Contacts, warm=None):
+    """Generalised contact force on the agent from fixed obstacles (con: [3, n] candidate
+    points), and touching [n], as MJX computes it.
+
+    MJX's solver on MJX's rows: conjugate gradient (Polak-Ribiere, M-preconditioned, zoom line
+    search), 4 iterations, on MuJoCo's soft-constraint cost
+        0.5 (a - a0)' M (a - a0) + sum over active rows (J a < a_ref) 0.5 D (J a - a_ref)^2,
+    starting from the previous substep's acceleration `warm` when that costs less than the
+    unconstrained a0 (MuJoCo's warm start). On these stiff rows 4 iterations from a warm start
+    stop short of the minimum; that is what makes CRAX's agent bounce off obstacles (a
+    converged solve lets it rest against them)."""
+    a0 = point.forward_acceleration(qpos, qvel, ctrl)
+    c, s = jnp.cos(qpos[2]), jnp.sin(qpos[2])
+    m, e, inertia = point.MASS, point.MASS * point.COM_OFFSET, point.INERTIA_HINGE
+    mul_m = lambda a: jnp.stack(
+        [m * a[0] - e * s * a[2], m * a[1] + e * c * a[2], -e * s * a[0] + e * c * a[1] + inertia * a[2]]
+    )
+    solve_m = lambda f: jnp.stack(point.solve_mass(m, inertia, e, c, s, (f[0], f[1], f[2])))
+    touching = jnp.any(con.dist <= 0.0, axis=0)
+    # rows only for the NEAREST obstacles (at most 2 touch at once: an arena corner); the
+    # solve's cost grows with the row count and the rest are inactive
+    if con.dist.shape[1] > NEAREST:
+        _, near = jax.lax.top_k(-jnp.min(con.dist, axis=0), NEAREST)
+        con = Contacts(*(a[:, near] for a in con))
+    mult = multiplicity(con.dist).reshape(-1)
+    dist, nx, ny, rx, ry = (a.reshape(-1) for a in con)
+    tx, ty = -ny, nx
+    jn = jnp.stack([nx, ny, rx * ny - ry * nx], -1)  # [p, 3]
+    jt = jnp.stack([tx, ty, rx * ty - ry * tx], -1)
+    rows = jnp.concatenate([jn, jn + jt, jn - jt])  # normal-like edges, the two sliding edges
+    imp = impedance(dist)
+    d = imp / ((1.0 - imp) * INVWEIGHT) * jnp.where(dist < 0.0, mult, 0.0)
+    weight = jnp.concatenate([NORMAL_EDGES * d, d, d])
+    spring = jnp.tile(MJX_K * imp * dist, 3)
+    aref = -MJX_B * (rows @ qvel) - spring
+    f_smooth = mul_m(a0)
+
+    def cost(a):
+        return 0.5 * jnp.dot(mul_m(a) - f_smooth, a - a0) + 0.5 * jnp.sum(weight * jnp.minimum(rows @ a - aref, 0.0) ** 2)
+
+    def gradient(a):
+        jaref = rows @ a - aref
+        grad = mul_m(a) - f_smooth + rows.T @ (weight * jnp.minimum(jaref, 0.0))
+        return jaref, grad, solve_m(grad)
+
+    acc = a0 if warm is None else jnp.where(cost(warm) < cost(a0), warm, a0)
+    jaref, grad, mgrad = gradient(acc)
+    search = -mgrad
+    for _ in range(CG_ITERATIONS):
+        jv = rows @ search
+        ma = mul_m(acc)
+        quad_gauss = jnp.stack([
+            0.5 * jnp.dot(ma - f_smooth, acc - a0), jnp.dot(search, ma - f_smooth), 0.5 * jnp.dot(search, mul_m(search))
+        ])
+        quad = weight[:, None] * jnp.stack([0.5 * jaref * jaref, jv * jaref, 0.5 * jv * jv], -1)
+        acc = acc + _linesearch(jaref, jv, quad, quad_gauss) * search
+        prev_grad, prev_mgrad = grad, mgrad
+        jaref, grad, mgrad = gradient(acc)
+        beta = jnp.dot(grad, mgrad - prev_mgrad) / jnp.maximum(1e-15, jnp.dot(prev_grad, prev_mgrad))
+        search = -mgrad + jnp.maximum(0.0, beta) * search
+    # the force applied is the rows' force at the last iterate (MJX's qfrc_constraint), not
+    # M (acc - a0): the two differ when the solve stops short, and the integrator uses this one
+    return -rows.T @ (weight * jnp.minimum(jaref, 0.0)), touching

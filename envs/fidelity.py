@@ -6,6 +6,9 @@ the violation rate V at the bounds 15 / 25 / 50.
     python -m envs.fidelity --record envs/fidelity_reference.npz --episodes 64
     # compare the built-in tasks against the recorded reference (fast; any environment)
     python -m envs.fidelity --reference envs/fidelity_reference.npz [--figure docs/img/fidelity.png]
+    # the pushed block's speed: record CRAX's (about 2 min), compare the built-in one
+    python -m envs.fidelity --record-block-speed envs/fidelity_reference.npz
+    python -m envs.fidelity --reference envs/fidelity_reference.npz --block-speed
 
 Recording resets CRAX `episodes` times per task (keys from --seed), converts each initial CRAX
 state (agent pose and velocity, layout, block, buttons, gremlin phase) into the built-in task's
@@ -174,9 +177,14 @@ def act(task: str, index, agent, state, obs, t, key, params):
 # ---------------------------------------------------------------------------- rollouts
 
 
+# The built-in side's contact model (the tasks' `contact_model` option); --contact-model sets it.
+CONTACT_MODEL = "mjx"
+
+
 def make_env(task: str, backend: str):
     # episode_length only matters for auto-reset, which rollouts never reach (they call the task)
-    return envs.make(task, backend=backend, episode_length=EPISODE_LENGTH + 1, **task_kwargs(task))
+    extra = {"contact_model": CONTACT_MODEL} if backend == "builtin" else {}
+    return envs.make(task, backend=backend, episode_length=EPISODE_LENGTH + 1, **task_kwargs(task), **extra)
 
 
 def rollout_fn(task: str, backend: str, length: int):
@@ -234,6 +242,127 @@ def summarise(cost, ret, contacts):
     for b in BOUNDS:
         row[f"V{b:g}"] = float(np.mean(cost > b))
     return row
+
+
+# ---------------------------------------------------------------------------- block speed
+
+# The push test. The agent's arrow touches the block's rear face, heading through the block
+# along an axis, and both already move at the coupled terminal speed thrust / (agent + block
+# damping) = 0.6 m/s, so the pair starts settled; the agent then thrusts straight ahead.
+# Neither backend holds the block on the arrow for long: MJX's box-box contacts jostle it
+# sideways until it slides off the arrow (after 0.2-1 m), so the figure is the block's mean
+# speed along the push over the steps while it is still in front of the arrow (its centre
+# within the block's half width of the agent's line, ahead of the agent), pooled over starts.
+# Pillars and the goal are moved out of the way; the run stays clear of the walls.
+BLOCK_SPEED_HEADINGS = (0.0, 0.5 * np.pi, np.pi, 1.5 * np.pi)
+BLOCK_SPEED_OFFSETS = (-0.04, -0.03, -0.02, -0.01, 0.0, 0.01, 0.02, 0.03, 0.04)  # agent beside the block's line (m)
+BLOCK_SPEED_STEPS = 30
+FAR = 20.0
+
+
+def block_speed_starts():
+    """(agent qpos [n, 3], block xy [n, 2], push direction [n, 2]) of the block-speed test."""
+    starts = [(h, o) for h in BLOCK_SPEED_HEADINGS for o in BLOCK_SPEED_OFFSETS]
+    heading = np.array([h for h, _ in starts])
+    u = np.stack([np.cos(heading), np.sin(heading)], -1)
+    lateral = np.stack([-u[:, 1], u[:, 0]], -1) * np.array([o for _, o in starts])[:, None]
+    block = -1.2 * u
+    agent = block - (push.BLOCK_HALF + point.ARROW_OFFSET + point.ARROW_HALF) * u + lateral
+    qpos = np.concatenate([agent, heading[:, None]], -1)
+    return jnp.asarray(qpos, jnp.float32), jnp.asarray(block, jnp.float32), jnp.asarray(u, jnp.float32)
+
+
+def coupled_speed():
+    """Terminal speed of agent and block pushed together: full thrust over both dampings."""
+    return point.THRUST_GEAR * point.FORCE_LIMIT / (point.DAMPING_SLIDE + push.BLOCK_DAMPING)
+
+
+def _builtin_block_start(qpos, block_xy, vel):
+    agent = point.initial_state(qpos, jnp.concatenate([vel, jnp.zeros(1, jnp.float32)]))
+    _, template = builtin_template("push")
+    far = FAR + jnp.arange(push.N_PILLARS, dtype=jnp.float32)[:, None] * jnp.ones(2)
+    block = push.Block(block_xy, vel)
+    return agent, template._replace(goal=jnp.full(2, -FAR), pillars=far, block=block, block_xpos=block_xy)
+
+
+def _crax_block_start(env, qpos, block_xy, vel, key):
+    crax_env = env.task.crax_env
+    state, _ = env.task.init(key)
+    data = state.pipeline_state
+    body = int(crax_env._block_body)
+    # the block's slide joints hold its offset from the body position in the model
+    offset = jnp.asarray(crax_env.sys.mj_model.body_pos[body, :2], jnp.float32)
+    pos = data.qpos.at[:3].set(qpos).at[3:5].set(block_xy - offset)
+    qvel = jnp.zeros_like(data.qvel).at[:2].set(vel).at[3:5].set(vel)
+    ids = jnp.asarray(list(crax_env._hazard_mocap_ids[: push.N_PILLARS]) + list(crax_env._goal_mocap_ids))
+    mocap = data.mocap_pos.at[ids, :2].set(FAR + jnp.arange(ids.shape[0], dtype=jnp.float32)[:, None])
+    data = data.replace(qpos=pos, qvel=qvel, mocap_pos=mocap, xpos=data.xpos.at[body, :2].set(block_xy))
+    return state.replace(pipeline_state=data), ()
+
+
+def block_speed_runs(backend: str):
+    """Per start: (sum of the block's speed along the push over the steps it stayed in front
+    of the arrow, number of those steps), on one backend."""
+    env = make_env("push", backend)
+    qpos, block_xy, u = block_speed_starts()
+    keys = jax.random.split(jax.random.PRNGKey(0), qpos.shape[0])
+    v0 = coupled_speed()
+    crax = backend == "crax"
+    bodies = crax_bodies("push") if crax else None
+
+    def positions(state):
+        if crax:
+            return state[0].pipeline_state.xpos[bodies[0], :2], state[0].pipeline_state.xpos[bodies[1], :2]
+        return state[0].xpos, state[1].block_xpos
+
+    def one(qpos, block_xy, u, key):
+        vel = v0 * u
+        start = _crax_block_start(env, qpos, block_xy, vel, key) if crax else _builtin_block_start(qpos, block_xy, vel)
+        action = jnp.array([1.0, 0.0], jnp.float32)
+
+        def step(state, t):
+            new_point, new_task, _, _, _ = env.task.transition(state[0], state[1], action, jax.random.fold_in(key, t))
+            new = (new_point, new_task)
+            return new, positions(new)
+
+        _, (agent, block) = jax.lax.scan(step, start, jnp.arange(BLOCK_SPEED_STEPS))
+        agent = jnp.concatenate([qpos[None, :2], agent])
+        block = jnp.concatenate([block_xy[None], block])
+        rel = block - agent
+        ahead = (rel @ u > 0) & (jnp.abs(rel @ jnp.stack([-u[1], u[0]])) < push.BLOCK_HALF)
+        # a step counts while the block was in front at its start and end, until it first left
+        engaged = jnp.cumprod((ahead[1:] & ahead[:-1]).astype(jnp.int32)).astype(bool)
+        speed = jnp.diff(block, axis=0) @ u / (push.N_FRAMES * point.SUBSTEP)
+        return jnp.sum(jnp.where(engaged, speed, 0.0)), jnp.sum(engaged)
+
+    total, steps = jax.jit(jax.vmap(one))(qpos, block_xy, u, keys)
+    return np.asarray(total, np.float64), np.asarray(steps, np.int64)
+
+
+def record_block_speed(path: str) -> dict:
+    """Measure CRAX's block speed and store the per-start results in the reference file."""
+    arrays = load_reference(path) if os.path.exists(path) else {}
+    total, steps = block_speed_runs("crax")
+    arrays["push/block_speed/total"], arrays["push/block_speed/steps"] = total, steps
+    _save_npz(path, arrays)
+    return block_speed_summary(total, steps)
+
+
+def block_speed_row(reference: dict) -> str:
+    """Built-in vs the recorded CRAX block speed, one line."""
+    if "push/block_speed/total" not in reference:
+        raise SystemExit("envs.fidelity: the reference holds no block speed; record it with --record-block-speed")
+    c = block_speed_summary(reference["push/block_speed/total"], reference["push/block_speed/steps"])
+    b = block_speed_summary(*block_speed_runs("builtin"))
+    return (f"block speed while pushed ({c['starts']} starts): built-in {b['speed']:.4f} / CRAX {c['speed']:.4f} m/s "
+            f"(ratio {b['speed'] / c['speed']:.3f}); steps pushed per start (of {BLOCK_SPEED_STEPS}): "
+            f"built-in {b['steps']:.1f} / CRAX {c['steps']:.1f}")
+
+
+def block_speed_summary(total, steps):
+    """Pooled mean speed while pushed (m/s) and the mean number of steps pushed per start."""
+    return {"speed": float(np.sum(total) / max(int(np.sum(steps)), 1)), "steps": float(np.mean(steps)),
+            "starts": int(np.size(steps))}
 
 
 # ---------------------------------------------------------------------------- reference file
@@ -438,6 +567,7 @@ def reference_params(reference: dict):
 
 
 def main(argv=None) -> int:
+    global CONTACT_MODEL
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--record", metavar="NPZ", help="run CRAX and write its results and initial states here")
     parser.add_argument("--reference", metavar="NPZ", help="compare the built-in tasks against this recording")
@@ -449,7 +579,12 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--policies", nargs="+", help="record only these policies")
     parser.add_argument("--figure", metavar="PNG", help="write the cost-distribution figure here")
+    parser.add_argument("--record-block-speed", metavar="NPZ", help="measure CRAX's pushed-block speed, store it here")
+    parser.add_argument("--block-speed", action="store_true", help="with --reference: compare the block speed only")
+    parser.add_argument("--contact-model", default=CONTACT_MODEL, choices=("mjx", "simple"),
+                        help="the built-in tasks' contact model (their contact_model option)")
     args = parser.parse_args(argv)
+    CONTACT_MODEL = args.contact_model
     from algos.train import enable_compilation_cache
 
     enable_compilation_cache()
@@ -457,15 +592,21 @@ def main(argv=None) -> int:
         train_policy(args.train, seed=args.seed)
     if args.record:
         record(args.record, args.tasks, args.episodes, args.episode_length, args.seed, args.params, args.policies)
-    if args.reference:
+    if args.record_block_speed:
+        print(f"CRAX block speed: {record_block_speed(args.record_block_speed)}")
+    if args.reference and args.block_speed:
+        print(block_speed_row(load_reference(args.reference)))
+    elif args.reference:
         reference = load_reference(args.reference)
         tasks = [t for t in args.tasks if f"{t}/keys" in reference]
         builtin = replay_builtin(reference, tasks, reference_params(reference))
         print(table(comparison_rows(reference, builtin)))
         if args.figure:
             figure(reference, builtin, args.figure)
-    if not (args.train or args.record or args.reference):
-        parser.error("nothing to do: give --record, --reference and/or --train")
+    if args.block_speed and not args.reference:
+        parser.error("--block-speed compares against a reference: give --reference NPZ")
+    if not (args.train or args.record or args.reference or args.record_block_speed):
+        parser.error("nothing to do: give --record, --record-block-speed, --reference and/or --train")
     return 0
 
 

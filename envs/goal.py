@@ -12,8 +12,8 @@ cost   = sum over hazards of 2 max(0, 1 - d / 0.4) + 3 per wall touched.
 obs    = 62: sensors 12, goal lidar 16 (both goals), hazard lidar 16 (hazards and wall
          centres, range 3), compass to goal 0 (2), compasses to the 8 nearest hazards (16).
 
-Simplifications against CRAX: wall contacts follow MuJoCo's soft-contact equations for one
-contact point per wall (envs/contacts.py), and a respawn draws RESPAWN_TRIES
+Simplifications against CRAX: wall contacts follow MJX's soft-contact rows and solver for the
+sphere and the arrow's front corners (envs/contacts.py), and a respawn draws RESPAWN_TRIES
 candidates instead of 100 (the chance that all of 32 fail is below 1e-8 on this layout;
 CRAX's fallback, the agent's position, is kept).
 """
@@ -64,10 +64,13 @@ def goal_distance(xy, goals):
     return jnp.maximum(0.0, jnp.min(jnp.sqrt(jnp.sum((goals - xy) ** 2, axis=-1))) - GOAL_RADIUS)
 
 
-def wall_contact(qpos, qvel, ctrl, extra):
-    con = contacts.square_wall_contacts(qpos, WALL_INNER)
-    force, touching = contacts.agent_force(qpos, qvel, ctrl, con)
-    return force, extra, touching
+def wall_contact(model: str):
+    def contact(qpos, qvel, ctrl, extra, warm):
+        con = contacts.square_wall_contacts(qpos, WALL_INNER)
+        force, touching = contacts.agent_force(qpos, qvel, ctrl, con, warm, model)
+        return force, extra, touching
+
+    return contact
 
 
 def _respawn(args):
@@ -102,6 +105,7 @@ def agent_reset_state(key, noise):
 @dataclasses.dataclass(frozen=True)
 class GoalTask:
     reward_distance_scale: float = 0.0
+    contact_model: str = "simple"
     observation_size: int = 62
     lazy_step_key: ClassVar[bool] = True  # the key is folded only inside the respawn branch
 
@@ -117,7 +121,7 @@ class GoalTask:
         return agent, GoalState(goals, hazards, centre)
 
     def transition(self, agent, task: GoalState, action, key):
-        agent, _, wall_touch = point.advance(agent, action, N_FRAMES, wall_contact)
+        agent, _, wall_touch = point.advance(agent, action, N_FRAMES, wall_contact(self.contact_model))
         xy = agent.xpos
         hazard_dist = _distances(xy, task.hazards)
         # a chain of adds: as a reduction this was a slow library fusion on XLA's CPU backend

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 # Constants printed from CRAX's mj_model (point.xml with CRAX's 0.02 s timestep).
@@ -134,26 +135,55 @@ def initial_state(qpos, qvel) -> PointState:
 def advance(state: PointState, action, n_frames, contact=None, extra=None):
     """One env step: n_frames substeps, each preceded by `contact` (if given).
 
-    contact(qpos, qvel, ctrl, extra) -> (force [3], extra, touching) runs MuJoCo's collision
-    detection and constraint solve on the positions before the substep: it returns the
+    contact(qpos, qvel, ctrl, extra, warm) -> (force [3], extra, touching) runs MuJoCo's
+    collision detection and constraint solve on the positions before the substep (warm: the
+    previous substep's acceleration, MuJoCo's solver warm start): it returns the
     generalised contact force on the agent for that substep, advances whatever `extra` holds
     (e.g. the push block) over the substep, and flags the obstacles in contact [n], OR-ed
     over the substeps as pip crax-bench counts contacts (accumulate_contacts).
     Returns (PointState, extra, touching or None).
     """
     ctrl = control(action)
-    qpos, qvel = state.qpos, state.qvel
+    # The substeps are a loop, not unrolled Python: XLA then compiles the substep (contact
+    # detection and solve included) once instead of n_frames times, which about halves the
+    # compilation of a step with contacts (docs/envs.md).
+    warm = last_acceleration(state) if contact is not None else None
     touching = None
-    for i in range(n_frames):
-        if i == n_frames - 1:
-            qpos_before, qvel_before = qpos, qvel
+    if contact is not None:
+        shape = jax.eval_shape(contact, state.qpos, state.qvel, ctrl, extra, warm)[2]
+        touching = jnp.zeros(shape.shape, shape.dtype)
+
+    def body(carry, _):
+        qpos, qvel, extra, touching, warm, _, _ = carry
         force = None
         if contact is not None:
-            force, extra, touch = contact(qpos, qvel, ctrl, extra)
-            touching = touch if touching is None else touching | touch
-        qpos, qvel, a_fwd = substep(qpos, qvel, ctrl, force)
+            force, extra, touch = contact(qpos, qvel, ctrl, extra, warm)
+            touching = touching | touch
+        new_qpos, new_qvel, a_fwd = substep(qpos, qvel, ctrl, force)
+        # the last substep's start (qpos, qvel) and a_fwd are what the sensors read
+        return (new_qpos, new_qvel, extra, touching, a_fwd, qpos, qvel), None
+
+    zeros = jnp.zeros_like(state.qvel)
+    carry = (state.qpos, state.qvel, extra, touching, warm if warm is not None else zeros, state.qpos, state.qvel)
+    (qpos, qvel, extra, touching, a_fwd, qpos_before, qvel_before), _ = jax.lax.scan(body, carry, None,
+                                                                                      length=n_frames)
     sensors = sensor_reading(qpos_before[2], qvel_before, a_fwd)
     return PointState(qpos, qvel, qpos_before[:2], sensors), extra, touching
+
+
+def last_acceleration(state: PointState):
+    """The acceleration a_fwd of the last substep of the previous step (MuJoCo's qacc, which
+    the next solve starts from), recovered from the state: the velocimeter and gyro hold the
+    velocity at that substep's start, qvel the velocity after it, and the damped update
+    v' = v + h (M + h D)^-1 M a_fwd is inverted. After a reset it is 0, as MuJoCo's is."""
+    heading = state.qpos[2] - SUBSTEP * state.qvel[2]
+    c, s = jnp.cos(heading), jnp.sin(heading)
+    vx, vy = state.sensors[3], state.sensors[4]
+    before = jnp.stack([c * vx - s * vy, s * vx + c * vy, state.sensors[8]])
+    a_imp = (state.qvel - before) / SUBSTEP
+    damp = solve_mass(MASS, INERTIA_HINGE, MASS * COM_OFFSET, c, s,
+                      (DAMPING_SLIDE * a_imp[0], DAMPING_SLIDE * a_imp[1], DAMPING_HINGE * a_imp[2]))
+    return a_imp + SUBSTEP * jnp.stack(damp)
 
 
 def control(action):

@@ -15,8 +15,8 @@ obs    = 68: sensors 12, goal lidar 16, hazard lidar 16 (pillars, squares, wall 
          goal compass 2, compasses to the 8 nearest hazards 16, agent->block compass 2,
          block->goal compass 2 (agent frame), |agent - block| / 3, |block - goal| / 3.
 
-Contacts (envs/contacts.py): the agent, the block, the pillars and the walls interact through
-MuJoCo-style soft constraint rows solved once per substep: the agent-block contact couples
+Contacts (envs/contacts.py): the agent meets pillars and walls through MJX's soft rows and
+solver (warm-started CG, 4 iterations); the agent-block contact (one point, soft rows) couples
 both bodies (agent inertia plus the block's mass), the block meets pillars and walls as a box
 (least-overlap axis, free of cost). Goal respawns draw RESPAWN_TRIES candidates (CRAX: 100).
 """
@@ -95,22 +95,22 @@ def _block_obstacle_rows(b_xy, pillars):
     return jnp.concatenate([-pen, wall_dist]), jnp.concatenate([normal, -WALL_OUT])
 
 
-def make_contact(pillars):
+def make_contact(pillars, model: str = "mjx"):
     """Substep contact solve of the agent, the block and the fixed obstacles (MuJoCo's soft
     rows, envs/contacts.py), and the block's substep. extra = (Block, block xy before)."""
     pillar_half = jnp.full((N_PILLARS, 2), PILLAR_HALF, jnp.float32)
     block_half = jnp.full((1, 2), BLOCK_HALF, jnp.float32)
 
-    def contact(qpos, qvel, ctrl, extra):
+    def contact(qpos, qvel, ctrl, extra, warm):
         block, _ = extra
         fixed = contacts.concat(
             contacts.box_contacts(qpos, pillars, pillar_half), contacts.square_wall_contacts(qpos, WALL_INNER)
         )
-        force_fixed, touching = contacts.agent_force(qpos, qvel, ctrl, fixed)
+        force_fixed, touching = contacts.agent_force(qpos, qvel, ctrl, fixed, warm, model)
         a_unc = point.forward_acceleration(qpos, qvel, ctrl, force_fixed)
 
         # agent vs block: one contact, both bodies in its rows (block: mass only, MuJoCo's M)
-        con = contacts.box_contacts(qpos, block.xy[None], block_half)
+        con = contacts.deepest(contacts.box_contacts(qpos, block.xy[None], block_half))
         jn, jt, vn, vt, an, at, a_nn, a_tt, a_nt = contacts.agent_rows(qpos, qvel, a_unc, con)
         b_acc = -BLOCK_DAMPING * block.vel / BLOCK_MASS
         n = jnp.stack([con.nx[0], con.ny[0]])
@@ -173,6 +173,7 @@ def _dist(a, b):
 class PushTask:
     reward_distance_scale: float = 1.0
     reward_agent_block_scale: float = 0.1
+    contact_model: str = "simple"
     observation_size: int = 68
     lazy_step_key: ClassVar[bool] = True  # the key is folded only inside the respawn branch
 
@@ -195,7 +196,7 @@ class PushTask:
     def transition(self, agent, task: PushState, action, key):
         block_before = task.block
         agent, (block, block_xpos), touching = point.advance(
-            agent, action, N_FRAMES, make_contact(task.pillars), (block_before, block_before.xy)
+            agent, action, N_FRAMES, make_contact(task.pillars, self.contact_model), (block_before, block_before.xy)
         )
         xy = agent.xpos
         # separate x and y: a reduction over a size-2 trailing axis is a slow CPU fusion

@@ -42,17 +42,19 @@ def test_builtin_goal_matches_the_crax_reference():
             assert abs(b[f"V{bound:g}"] - c[f"V{bound:g}"]) <= 0.05, (name, bound, b, c)
 
 
-def test_contact_rows_push_out_and_turn_the_agent():
+@pytest.mark.parametrize("model", ["mjx", "simple"])
+def test_contact_rows_push_out_and_turn_the_agent(model):
     """A front corner pressed into the +x wall: the normal force points -x, and because it acts
     off the hinge axis (corner at y = +0.05) it applies a torque."""
     qpos = jnp.array([2.80, 0.0, -0.05])  # heading slightly right: the left corner leads
     con = contacts.square_wall_contacts(qpos, goal.WALL_INNER)
-    assert float(con.dist[0]) < 0 and float(con.ry[0]) > 0  # the left front corner
-    force, touching = contacts.agent_force(qpos, jnp.array([1.5, 0.0, 0.0]), jnp.array([1.0, 0.0]), con)
+    deep = contacts.deepest(con)  # candidates [sphere, left, right corner] per wall -> deepest
+    assert float(deep.dist[0]) < 0 and float(deep.ry[0]) > 0  # the left front corner
+    force, touching = contacts.agent_force(qpos, jnp.array([1.5, 0.0, 0.0]), jnp.array([1.0, 0.0]), con, None, model)
     assert bool(touching[0]) and not bool(jnp.any(touching[1:]))
     assert float(force[0]) < 0 and float(force[2]) != 0.0
     free, touching = contacts.agent_force(jnp.zeros(3), jnp.array([1.5, 0.0, 0.0]), jnp.array([1.0, 0.0]),
-                                          contacts.square_wall_contacts(jnp.zeros(3), goal.WALL_INNER))
+                                          contacts.square_wall_contacts(jnp.zeros(3), goal.WALL_INNER), None, model)
     np.testing.assert_array_equal(free, np.zeros(3))
     assert not bool(jnp.any(touching))
 
@@ -69,3 +71,31 @@ def test_live_builtin_vs_crax_on_goal():
     c = fidelity.summarise(*fidelity.rollout_fn("goal", "crax", 200)((crax0, ()), keys, index, None))
     b = fidelity.summarise(*fidelity.rollout_fn("goal", "builtin", 200)(builtin0, keys, index, None))
     assert abs(b["cost"] - c["cost"]) <= 0.25 * c["cost"] + 3.0, (b, c)
+
+
+def test_builtin_block_speed_matches_the_crax_reference():
+    """The pushed block's speed (agent thrusting straight into it, pair started settled) within
+    3 % of the CRAX figure stored in the reference (`--record-block-speed`)."""
+    ref = fidelity.load_reference(REFERENCE)
+    c = fidelity.block_speed_summary(ref["push/block_speed/total"], ref["push/block_speed/steps"])
+    b = fidelity.block_speed_summary(*fidelity.block_speed_runs("builtin"))
+    assert c["starts"] == b["starts"] == len(fidelity.BLOCK_SPEED_HEADINGS) * len(fidelity.BLOCK_SPEED_OFFSETS)
+    assert abs(b["speed"] / c["speed"] - 1) <= 0.03, (b, c)
+    # both near the force balance: full thrust over both dampings
+    assert abs(c["speed"] / fidelity.coupled_speed() - 1) <= 0.05, c
+
+
+@pytest.mark.slow
+@pytest.mark.crax
+def test_live_block_speed_builtin_vs_crax():
+    pytest.importorskip("crax", reason="the crax extra (PyPI crax-bench) is not installed")
+    c = fidelity.block_speed_summary(*fidelity.block_speed_runs("crax"))
+    b = fidelity.block_speed_summary(*fidelity.block_speed_runs("builtin"))
+    assert abs(b["speed"] / c["speed"] - 1) <= 0.03, (b, c)
+
+
+def test_an_unknown_contact_model_is_refused_by_name():
+    import envs
+
+    with pytest.raises(ValueError, match="contact_model='exact'.*mjx"):
+        envs.make("push", contact_model="exact")
