@@ -330,3 +330,13 @@ def test_tier_sweep_on_a_hand_worked_case():
     # a threshold without a configured range moves +-0.5 around its value, clipped to [0, 1] for V
     v = sweep[sweep.threshold == "moderate.V"]["value"]
     assert v.min() == 0.0 and v.max() == 1.0
+
+
+def test_the_iqm_tables_state_the_grid_and_the_per_step_budget():
+    from workflow.products.setup_tables import grid_note
+
+    runs = pd.DataFrame({"task": ["goal", "push", "goal"],
+                         "config": [{"bound": 3.75, "episode_length": 500}, {"bound": 12.5, "episode_length": 500},
+                                    {"bound": 6.25, "episode_length": 500}]})
+    assert grid_note(runs) == ("Conditions: 2 task(s) (goal, push) x 3 bound(s) d = 3.75, 6.25, 12.5 on episodes of "
+                               "T = 500 steps (per-step budget d / T = 0.0075, 0.0125, 0.025).")

@@ -65,7 +65,11 @@ def pool_key(env: dict) -> str:
 
 def pool_dir(env: dict) -> Path:
     root = Path(env.get(DIR_ENV) or tempfile.gettempdir()) / f"saferl-warm-{os.getuid()}"
-    return root / pool_key(env)
+    folder = root / pool_key(env)
+    if len(str(folder / f"w{MAX_SLOTS}.sock")) > 100:  # a Unix socket's path has at most 107 bytes
+        short = hashlib.sha256(str(folder).encode()).hexdigest()[:16]
+        folder = Path("/tmp") / f"saferl-warm-{os.getuid()}" / short
+    return folder
 
 
 def _send(conn: socket.socket, payload: dict, fds: list[int] = ()) -> None:

@@ -55,8 +55,9 @@ def _save(table: tables.Table, out: dict) -> tables.Table:
 # ---- tables --------------------------------------------------------------------------------
 
 def _iqm_table(builder, inputs, out, settings) -> tables.Table:
+    grid = setup_tables.grid_note(setup_tables.read_run_configs(inputs["runs"])) if inputs.get("runs") else None
     return _save(builder(pd.read_csv(inputs["iqm"]), pd.read_csv(inputs["tiers"]), baseline=settings["baseline"],
-                         decimals=settings["decimals"], bold=settings["bold"]), out)
+                         decimals=settings["decimals"], bold=settings["bold"], grid=grid), out)
 
 
 def table2(inputs, out, settings, wildcards=None) -> tables.Table:

@@ -73,6 +73,18 @@ def read_run_configs(paths) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def grid_note(runs: pd.DataFrame) -> str:
+    """The conditions an IQM runs over, for a table's caption: tasks, bounds d, episode length
+    T and the per-step budget d / T (how a bound compares across episode lengths)."""
+    bounds = sorted({float(c["bound"]) for c in runs["config"]})
+    lengths = sorted({int(c["episode_length"]) for c in runs["config"]})
+    tasks = sorted(runs["task"].unique())
+    budgets = ", ".join(f"{d / lengths[0]:g}" for d in bounds) if len(lengths) == 1 else "varies"
+    return (f"Conditions: {len(tasks)} task(s) ({', '.join(tasks)}) x {len(bounds)} bound(s) "
+            f"d = {', '.join(f'{d:g}' for d in bounds)} on episodes of T = {', '.join(map(str, lengths))} steps "
+            f"(per-step budget d / T = {budgets}).")
+
+
 def _fmt(value) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)

@@ -62,7 +62,8 @@ def best_rows(values: dict[str, float], eligible: dict[str, bool], higher_is_bet
 
 
 def iqm_table(iqm: pd.DataFrame, tiers: pd.DataFrame, *, title: str, phases, metrics=TABLE_METRICS,
-              with_ci: bool, baseline: str | None = "ppo", decimals=None, bold: str = "paper") -> Table:
+              with_ci: bool, baseline: str | None = "ppo", decimals=None, bold: str = "paper",
+              grid: str | None = None) -> Table:
     """One row per algorithm; per phase a column per metric's IQM (with its 95 % CI if asked),
     the tier, and the tier confidence P(tier) = share of bootstrap replicates in that tier."""
     _require(iqm, ["algo", "phase", "metric", "iqm", "ci_low", "ci_high"], "iqm.csv")
@@ -126,7 +127,7 @@ def iqm_table(iqm: pd.DataFrame, tiers: pd.DataFrame, *, title: str, phases, met
         ("Bold: best value per column among algorithms with tier >= 1 in that phase"
          if rule == "safe" else "Bold: best value per column")
         + (f", {algo_label(baseline)} (unconstrained baseline) excluded." if baseline else "."),
-    ]
+    ] + ([grid] if grid else [])
     return Table(title=title, row_header=["Algorithm"], rows=[[algo_label(a)] for a in algos],
                  columns=columns, cells=cells, bold=bold, data=data, notes=notes)
 
