@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from envs import point
+from envs.lazy import lazy_where
 from envs.point import ARROW_HALF, ARROW_OFFSET, BODY_RADIUS
 
 # The block's contact (solve_rows): solref (0.02, 1) and solimp dmax 0.95 as CRAX's model has
@@ -197,6 +198,7 @@ BOX_CONTACTS = 4.0
 CG_ITERATIONS = 4  # CRAX's solver settings: CG, iterations 4, ls_iterations 4
 LS_ITERATIONS = 4
 NEAREST = 2
+CONTACT_SHARE = 1 / 16  # gather the solve's environments when at most this share of a batch is in contact
 
 
 def impedance(dist):
@@ -287,6 +289,20 @@ def agent_force_mjx(qpos, qvel, ctrl, con: Contacts, warm=None):
     unconstrained a0 (MuJoCo's warm start). On these stiff rows 4 iterations from a warm start
     stop short of the minimum; that is what makes CRAX's agent bounce off obstacles (a
     converged solve lets it rest against them)."""
+    touching = jnp.any(con.dist <= 0.0, axis=0)
+    if warm is None:
+        return _mjx_solve((qpos, qvel, ctrl, con, None)), touching
+    # Rows act only at penetrating points, so elsewhere the force is exactly 0: under vmap the
+    # solve runs only for the environments in contact (gathered when they are a few per cent
+    # of the batch), which is most of the time almost none of them.
+    zero = jnp.zeros(3, qpos.dtype)
+    force = lazy_where(_mjx_solve, CONTACT_SHARE)(jnp.any(con.dist < 0.0), (qpos, qvel, ctrl, con, warm), zero)
+    return force, touching
+
+
+def _mjx_solve(args):
+    """The generalised contact force of MJX's rows and solver (see agent_force_mjx)."""
+    qpos, qvel, ctrl, con, warm = args
     a0 = point.forward_acceleration(qpos, qvel, ctrl)
     c, s = jnp.cos(qpos[2]), jnp.sin(qpos[2])
     m, e, inertia = point.MASS, point.MASS * point.COM_OFFSET, point.INERTIA_HINGE
@@ -294,7 +310,6 @@ def agent_force_mjx(qpos, qvel, ctrl, con: Contacts, warm=None):
         [m * a[0] - e * s * a[2], m * a[1] + e * c * a[2], -e * s * a[0] + e * c * a[1] + inertia * a[2]]
     )
     solve_m = lambda f: jnp.stack(point.solve_mass(m, inertia, e, c, s, (f[0], f[1], f[2])))
-    touching = jnp.any(con.dist <= 0.0, axis=0)
     # rows only for the NEAREST obstacles (at most 2 touch at once: an arena corner); the
     # solve's cost grows with the row count and the rest are inactive
     if con.dist.shape[1] > NEAREST:
@@ -338,4 +353,4 @@ def agent_force_mjx(qpos, qvel, ctrl, con: Contacts, warm=None):
         search = -mgrad + jnp.maximum(0.0, beta) * search
     # the force applied is the rows' force at the last iterate (MJX's qfrc_constraint), not
     # M (acc - a0): the two differ when the solve stops short, and the integrator uses this one
-    return -rows.T @ (weight * jnp.minimum(jaref, 0.0)), touching
+    return -rows.T @ (weight * jnp.minimum(jaref, 0.0))

@@ -43,8 +43,12 @@ def _broadcast(tree, batched, size):
 COMPACT = 8
 
 
-def lazy_where(fn):
-    """Return select(pred, arg, other) = tree-wise where(pred, fn(arg), other)."""
+def lazy_where(fn, share: float = 0.0):
+    """Return select(pred, arg, other) = tree-wise where(pred, fn(arg), other).
+
+    Under vmap, steps where at most max(COMPACT, share x batch) environments need fn compute
+    it for just those (`share` for a fn needed by a steady few per cent of a large batch, such
+    as the contact solve)."""
 
     @jax.custom_batching.custom_vmap
     def select(pred, arg, other):
@@ -63,16 +67,18 @@ def lazy_where(fn):
         shapes = jax.eval_shape(batched_fn, arg)
         zeros = lambda: jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
 
+        compact = max(COMPACT, int(share * axis_size))
+
         def few():
-            # gather the (at most COMPACT) environments that need fn, compute, scatter back;
+            # gather the (at most `compact`) environments that need fn, compute, scatter back;
             # padding repeats environment 0, whose result is the same or not selected
-            index = jnp.nonzero(pred, size=COMPACT, fill_value=0)[0]
+            index = jnp.nonzero(pred, size=compact, fill_value=0)[0]
             part = batched_fn(jax.tree_util.tree_map(lambda a: a[index], arg))
             return jax.tree_util.tree_map(lambda z, p: z.at[index].set(p), zeros(), part)
 
-        if axis_size > 4 * COMPACT:
+        if axis_size > 4 * compact:
             count = jnp.sum(pred, dtype=jnp.int32)
-            branch = (count > 0).astype(jnp.int32) + (count > COMPACT).astype(jnp.int32)
+            branch = (count > 0).astype(jnp.int32) + (count > compact).astype(jnp.int32)
             fresh = jax.lax.switch(branch, [zeros, few, lambda: batched_fn(arg)])
         else:
             fresh = jax.lax.cond(jnp.any(pred), lambda: batched_fn(arg), zeros)

@@ -123,10 +123,11 @@ def test_presets_hold_only_what_differs_from_what_they_extend():
     assert cv.resolve({"preset": "default"}) == cv.validate({**base, "bounds": [3.75, 6.25, 12.5], "preset": "default"})
 
 
-def test_paper_builtin_is_paper_on_the_builtin_backend():
+def test_paper_builtin_is_paper_on_the_builtin_backend_with_mjx_contacts():
     paper, builtin = cv.resolve({"preset": "paper"}), cv.resolve({"preset": "paper-builtin"})
     assert (paper["backend"], builtin["backend"]) == ("crax", "builtin")
-    assert {**paper, "backend": "builtin", "preset": "paper-builtin"} == builtin
+    train = {**paper["train"], "set": {"env.contact_model": "mjx"}}
+    assert {**paper, "backend": "builtin", "preset": "paper-builtin", "train": train} == builtin
 
 
 def test_the_sweeps_paper_budget_is_the_trainers_paper_preset_stated_once():
