@@ -262,7 +262,9 @@ def agent_force(qpos, qvel, ctrl, con: Contacts, warm=None, model: str = "mjx"):
     points), and touching [n], with the contact model `model` ("mjx" or "simple")."""
     if model == "simple":
         return agent_force_simple(qpos, qvel, ctrl, con)
-    return agent_force_mjx(qpos, qvel, ctrl, con, warm)
+    if model == "mjx":
+        return agent_force_mjx(qpos, qvel, ctrl, con, warm)
+    raise ValueError(f"contact model {model!r}; choose one of {CONTACT_MODELS}")
 
 
 def agent_force_simple(qpos, qvel, ctrl, con: Contacts):
@@ -290,8 +292,6 @@ def agent_force_mjx(qpos, qvel, ctrl, con: Contacts, warm=None):
     stop short of the minimum; that is what makes CRAX's agent bounce off obstacles (a
     converged solve lets it rest against them)."""
     touching = jnp.any(con.dist <= 0.0, axis=0)
-    if warm is None:
-        return _mjx_solve((qpos, qvel, ctrl, con, None)), touching
     # Rows act only at penetrating points, so elsewhere the force is exactly 0: under vmap the
     # solve runs only for the environments in contact (gathered when they are a few per cent
     # of the batch), which is most of the time almost none of them.

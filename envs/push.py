@@ -95,7 +95,7 @@ def _block_obstacle_rows(b_xy, pillars):
     return jnp.concatenate([-pen, wall_dist]), jnp.concatenate([normal, -WALL_OUT])
 
 
-def make_contact(pillars, model: str = "mjx"):
+def make_contact(pillars, model: str):
     """Substep contact solve of the agent, the block and the fixed obstacles (MuJoCo's soft
     rows, envs/contacts.py), and the block's substep. extra = (Block, block xy before)."""
     pillar_half = jnp.full((N_PILLARS, 2), PILLAR_HALF, jnp.float32)

@@ -35,7 +35,6 @@ import time
 from algos.runfolder import FAILURE_RECORD, run_id
 from algos.train import COMPILE_LOCK_ENV, record_failure
 from workflow import runlock, warm
-from metrics.atomic import write_text
 
 FAIL_RUNS_ENV = "SAFERL_FAIL_RUNS"
 LOCK_WAIT_ENV = "SAFERL_LOCK_WAIT_S"  # how long to wait for a live owner of the run folder (default 120)
