@@ -172,7 +172,11 @@ PRESETS: dict[str, dict] = {
 }
 # task options a preset switches on, per task (only tasks listed get them)
 PRESET_ENV_KWARGS: dict[str, dict[str, dict]] = {
-    "cpu": {"goal": {"reward_distance_scale": 1.0}, "push": {"reward_agent_block_scale": 1.0}},
+    # shaping for goal and push; and on the tasks with obstacles, MJX's contact solve, which
+    # charges contact cost as CRAX does (envs' contact_model option, docs/envs.md)
+    "cpu": {"goal": {"reward_distance_scale": 1.0, "contact_model": "mjx"},
+            "push": {"reward_agent_block_scale": 1.0, "contact_model": "mjx"},
+            "button": {"contact_model": "mjx"}},
     "paper": {},
 }
 

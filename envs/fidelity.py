@@ -440,35 +440,57 @@ def task_kwargs(task: str) -> dict:
     return {"reward_distance_scale": 1.0} if task == "goal" else {}
 
 
-def record(path: str, tasks, episodes: int, length: int, seed: int, params_path: str | None, only=None) -> None:
-    """Run CRAX and store its per-episode results and the initial states (see module doc)."""
-    params = load_params(params_path)
+def record(path: str, tasks, episodes: int, length: int, seed: int, params_path: str | None, only=None,
+           append: bool = False) -> None:
+    """Run CRAX and store its per-episode results and the initial states (see module doc).
+
+    With `append`, the new episodes (keys from `seed`, which must differ from the recorded
+    ones) are added to a task's recorded episodes; every policy recorded for the task runs, and
+    the task is written once all of them have, so its arrays stay aligned episode by episode.
+    """
     arrays = load_reference(path) if os.path.exists(path) else {}
-    arrays["meta/length"] = np.int32(length)
     if params_path:
         for k, v in np.load(params_path).items():
             arrays[f"params/{k}"] = v
+    params = reference_params(arrays)
+    if arrays.get("meta/length", length) != length:
+        raise SystemExit(f"envs.fidelity: {path} holds episodes of {int(arrays['meta/length'])} steps, not {length}")
+    arrays["meta/length"] = np.int32(length)
     for task in tasks:
+        names = [n for n in POLICIES[task] if not ((n == "trained" and params is None) or (only and n not in only))]
+        prior = append and f"{task}/keys" in arrays
+        if prior:
+            recorded = [n for n in POLICIES[task] if f"{task}/{n}/cost" in arrays]
+            if sorted(recorded) != sorted(names):
+                raise SystemExit(f"envs.fidelity --append: {path} holds {task} policies {recorded}; "
+                                 f"this run would record {names} (give --policies to match, or --params for 'trained')")
         keys = jax.random.split(jax.random.PRNGKey(seed), episodes)
+        key_data = np.asarray(jax.random.key_data(keys) if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key) else keys)
+        if prior and (np.asarray(arrays[f"{task}/keys"])[:, None] == key_data[None]).all(-1).any():
+            raise SystemExit(f"envs.fidelity --append: seed {seed} repeats keys already in {path} for {task}; give another --seed")
         start = time.perf_counter()
         crax0, builtin0 = crax_starts(task, keys)
-        arrays.update(_flatten(f"{task}/init", builtin0))
-        arrays[f"{task}/keys"] = np.asarray(jax.random.key_data(keys) if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key) else keys)
+        new = _flatten(f"{task}/init", builtin0)
+        new[f"{task}/keys"] = key_data
         print(f"[{task}] {episodes} CRAX resets in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
         run = rollout_fn(task, "crax", length)
-        for index, name in enumerate(POLICIES[task]):
-            if (name == "trained" and params is None) or (only and name not in only):
-                continue
+        for name in names:
             start = time.perf_counter()
-            cost, ret, contacts = run((crax0, ()), keys, jnp.int32(index), params)
+            cost, ret, contacts = run((crax0, ()), keys, jnp.int32(POLICIES[task].index(name)), params)
             cost.block_until_ready()
             seconds = time.perf_counter() - start
             for field, value in (("cost", cost), ("return", ret), ("contacts", contacts)):
-                arrays[f"{task}/{name}/{field}"] = np.asarray(value)
-            arrays[f"{task}/{name}/seconds"] = np.float64(seconds)
+                new[f"{task}/{name}/{field}"] = np.asarray(value)
+            new[f"{task}/{name}/seconds"] = np.float64(seconds)
             print(f"[{task}/{name}] CRAX {episodes} x {length} steps in {seconds:.1f} s: "
                   f"{summarise(cost, ret, contacts)}", file=sys.stderr, flush=True)
-            _save_npz(path, arrays)  # after each policy: a long recording keeps what it has
+            if not prior:
+                arrays.update(new)
+                _save_npz(path, arrays)  # after each policy: a long recording keeps what it has
+        if prior:
+            for k, v in new.items():
+                arrays[k] = arrays[k] + v if k.endswith("/seconds") else np.concatenate([arrays[k], v])
+            _save_npz(path, arrays)
     _save_npz(path, arrays)
 
 
@@ -578,6 +600,8 @@ def main(argv=None) -> int:
     parser.add_argument("--episode-length", type=int, default=EPISODE_LENGTH)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--policies", nargs="+", help="record only these policies")
+    parser.add_argument("--append", action="store_true",
+                        help="with --record: add the episodes (another --seed) to those already in the file")
     parser.add_argument("--figure", metavar="PNG", help="write the cost-distribution figure here")
     parser.add_argument("--record-block-speed", metavar="NPZ", help="measure CRAX's pushed-block speed, store it here")
     parser.add_argument("--block-speed", action="store_true", help="with --reference: compare the block speed only")
@@ -591,7 +615,8 @@ def main(argv=None) -> int:
     if args.train:
         train_policy(args.train, seed=args.seed)
     if args.record:
-        record(args.record, args.tasks, args.episodes, args.episode_length, args.seed, args.params, args.policies)
+        record(args.record, args.tasks, args.episodes, args.episode_length, args.seed, args.params, args.policies,
+               append=args.append)
     if args.record_block_speed:
         print(f"CRAX block speed: {record_block_speed(args.record_block_speed)}")
     if args.reference and args.block_speed:

@@ -201,11 +201,14 @@ def test_paper_preset_is_crax_schedule():
     assert cfg.env_kwargs == ()  # CRAX's sparse goal reward
 
 
-def test_cpu_preset_switches_goal_shaping_on_only_for_goal():
-    assert dict(make_config("cpu", dict(task="goal")).env_kwargs) == {"reward_distance_scale": 1.0}
-    assert make_config("cpu", dict(task="circle")).env_kwargs == ()
-    cfg = make_config("cpu", dict(task="goal"), ["env.reward_distance_scale=0", "policy_hidden=8,8", "num_epochs=2"])
-    assert dict(cfg.env_kwargs) == {"reward_distance_scale": 0} and cfg.policy_hidden == (8, 8) and cfg.num_epochs == 2
+def test_cpu_preset_sets_shaping_and_the_mjx_contact_model_per_task():
+    assert dict(make_config("cpu", dict(task="goal")).env_kwargs) == {"reward_distance_scale": 1.0, "contact_model": "mjx"}
+    assert dict(make_config("cpu", dict(task="button")).env_kwargs) == {"contact_model": "mjx"}
+    assert make_config("cpu", dict(task="circle")).env_kwargs == ()  # no obstacles to touch
+    cfg = make_config("cpu", dict(task="goal"), ["env.reward_distance_scale=0", "env.contact_model=simple",
+                                                  "policy_hidden=8,8", "num_epochs=2"])
+    assert dict(cfg.env_kwargs) == {"reward_distance_scale": 0, "contact_model": "simple"}
+    assert cfg.policy_hidden == (8, 8) and cfg.num_epochs == 2
 
 
 @pytest.mark.parametrize("sets, message", [
