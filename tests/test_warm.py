@@ -109,3 +109,20 @@ def test_a_worker_that_dies_fails_the_job_with_a_pointer_to_its_output(pool, tmp
     rest = proc.stderr.read()
     assert proc.wait(timeout=60) == 1
     assert "the worker died during the job" in rest and str(folder / "w0.log") in rest
+
+
+def test_a_worker_above_its_memory_limit_retires_after_its_job_and_the_next_job_starts_a_fresh_one(pool, tmp_path):
+    small = dict(pool, **{warm.MAX_MB_ENV: "1"})  # every worker is above 1 MiB: retire after each job
+    for seed in (5, 6):
+        done = client(small, "algos.train", *SMALL, "--seed", str(seed), "--out", str(tmp_path / f"r{seed}"),
+                      "--total-steps", "8192")
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert (tmp_path / f"r{seed}" / "run.json").exists()
+        assert worker_pids(pool) == set()  # its socket went before the reply: no job can reach it
+
+
+def test_a_memory_limit_that_is_not_a_number_is_refused_by_name():
+    with pytest.raises(SystemExit, match="SAFERL_WARM_MAX_MB='lots'"):
+        warm.memory_limit_mb({warm.MAX_MB_ENV: "lots"})
+    assert warm.memory_limit_mb({warm.MAX_MB_ENV: "512"}) == 512.0
+    assert 0 < warm.memory_limit_mb({}) < float("inf")

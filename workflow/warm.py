@@ -17,7 +17,10 @@ and answers 75; a client that dies also stops its run in the worker.
 
 Workers are per checkout, code version and JAX setting (the pool folder's name hashes them),
 so an edit to the code starts fresh workers; a worker exits after `SAFERL_WARM_IDLE_S` seconds
-(default 30) without a job. The plain path, `os.execv` of `python -m MODULE`, is taken inside
+(default 30) without a job, and after a job that left it above `SAFERL_WARM_MAX_MB` of resident
+memory (default: half the machine's memory shared among as many workers as it has CPU cores),
+since every program it keeps and every compilation it ran stays in its memory; the next job
+then starts a fresh worker. The plain path, `os.execv` of `python -m MODULE`, is taken inside
 SLURM jobs (one run per allocation: nothing to keep warm), with SAFERL_WARM=0, and when a
 worker cannot be started. A run's results are the same either way: the compiled programs are
 the same, and every random draw comes from the run's seed.
@@ -42,6 +45,7 @@ MODULES = ("algos.train", "metrics")  # what a worker runs, and how (see _dispat
 WARM_ENV = "SAFERL_WARM"  # 0: always the plain path
 IDLE_ENV = "SAFERL_WARM_IDLE_S"
 DIR_ENV = "SAFERL_WARM_DIR"  # where pool folders live (default: the temp folder)
+MAX_MB_ENV = "SAFERL_WARM_MAX_MB"  # a worker above this resident size retires after its job
 # The settings a JAX process fixes when it starts; workers that differ in them are separate.
 PROCESS_ENV = ("XLA_FLAGS", "JAX_PLATFORMS", "JAX_ENABLE_X64", "PYTHONPATH", "JAX_COMPILATION_CACHE_DIR")
 REPO = Path(__file__).resolve().parent.parent
@@ -236,11 +240,12 @@ def _dispatch(module: str, args: list[str]) -> int:
         return 1
 
 
-def _serve_one(conn: socket.socket) -> bool:
-    """Serve one request; False when it asks the worker to exit."""
+def _serve_one(conn: socket.socket) -> int | None:
+    """Run one request and return its exit status (not yet sent); None when it asks the worker
+    to exit."""
     request, fds = _recv(conn, max_fds=2)
     if request.get("exit"):
-        return False
+        return None
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     saved_fds = [os.dup(1), os.dup(2)]
     job = _Job()
@@ -267,11 +272,33 @@ def _serve_one(conn: socket.socket) -> bool:
         os.environ.clear()
         os.environ.update(saved_env)
         os.chdir(saved_cwd)
+    return status
+
+
+def resident_mb() -> float:
+    """This process's resident memory in MiB (Linux: now; elsewhere: its peak)."""
     try:
-        _send(conn, {"status": status})
-    except OSError:
-        pass  # the client is gone
-    return True
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def memory_limit_mb(env: dict) -> float:
+    """SAFERL_WARM_MAX_MB, or half the physical memory over one worker per CPU core."""
+    if env.get(MAX_MB_ENV):
+        try:
+            return float(env[MAX_MB_ENV])
+        except ValueError:
+            raise SystemExit(f"workflow.warm: {MAX_MB_ENV}={env[MAX_MB_ENV]!r} is not a number of MiB") from None
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError):
+        return float("inf")
+    return 0.5 * total / (os.cpu_count() or 1)
 
 
 def serve(folder: Path, slot: int) -> None:
@@ -287,6 +314,7 @@ def serve(folder: Path, slot: int) -> None:
     import metrics.cli  # noqa: F401
 
     listener.settimeout(float(os.environ.get(IDLE_ENV, 30)))
+    limit_mb = memory_limit_mb(os.environ)
     lock = os.open(folder / f"w{slot}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     while True:
         try:
@@ -299,9 +327,17 @@ def serve(folder: Path, slot: int) -> None:
             path.unlink(missing_ok=True)
             return
         with conn:
-            if not _serve_one(conn):
+            status = _serve_one(conn)
+            retire = status is None or resident_mb() > limit_mb
+            if retire:  # before the reply, so that the next job finds no socket and starts a worker
                 path.unlink(missing_ok=True)
-                return
+            if status is not None:
+                try:
+                    _send(conn, {"status": status})
+                except OSError:
+                    pass  # the client is gone
+        if retire:
+            return
 
 
 def stop_workers(env: dict) -> int:
