@@ -2,7 +2,7 @@
 
     python benchmarks/envs_throughput.py [--tasks goal circle push button] [--num-envs 2048]
         [--steps 200] [--repeats 3] [--crax] [--crax-num-envs 256] [--crax-steps 10]
-        [--compare OTHER_CHECKOUT] [--rounds 2] [--single-thread]
+        [--compare OTHER_CHECKOUT] [--rounds 2] [--single-thread] [--option contact_model=mjx]
 
 Steps/s is wall-clock; "per CPU-second" divides by the CPU time this process used, which
 tells how much of the machine it got when other jobs share it (on an idle 2-core machine
@@ -17,6 +17,8 @@ below 2048 envs) and the ratio builtin / CRAX is printed. Timings are the best o
 checkout, alternating this checkout and DIR for --rounds rounds, and the best rate of each is
 compared, so both see the same machine load. --single-thread sets XLA's CPU backend to one
 thread (as training jobs run), which makes CPU-second figures comparable on a shared machine.
+--option KEY=VALUE passes a task option to this checkout's tasks only (an older checkout may
+not know it), e.g. `--option contact_model=mjx` to time the MJX contact solve against old code.
 """
 from __future__ import annotations
 
@@ -99,18 +101,19 @@ import jax, envs
 from envs_throughput import measure
 jax.config.update("jax_compilation_cache_dir", os.environ.get("JAX_COMPILATION_CACHE_DIR", ".jax_cache"))
 task, n, steps, repeats = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
-print(json.dumps(measure(envs.make(task, episode_length=2000), n, steps, repeats)))
+options = json.loads(sys.argv[7])
+print(json.dumps(measure(envs.make(task, episode_length=2000, **options), n, steps, repeats)))
 """
 
 
-def measure_checkout(checkout, task, num_envs, steps, repeats, single_thread):
+def measure_checkout(checkout, task, num_envs, steps, repeats, single_thread, options=None):
     """measure() for `task` as implemented in another checkout, in a fresh interpreter."""
     env = dict(os.environ)
     if single_thread:
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + SINGLE_THREAD_XLA_FLAGS).strip()
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, os.path.abspath(checkout), os.path.abspath(__file__), task,
-         str(num_envs), str(steps), str(repeats)],
+         str(num_envs), str(steps), str(repeats), json.dumps(options or {})],
         env=env, check=True, capture_output=True, text=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -130,12 +133,30 @@ def compare(args):
         for _ in range(args.rounds):
             for name, checkout in (("this", here), ("other", args.compare)):
                 _, sps, per_cpu = measure_checkout(
-                    checkout, task, args.num_envs, args.steps, args.repeats, args.single_thread
+                    checkout, task, args.num_envs, args.steps, args.repeats, args.single_thread,
+                    task_options(args) if name == "this" else None,
                 )
                 best[name] = (max(best[name][0], sps), max(best[name][1], per_cpu))
         (a, ac), (b, bc) = best["this"], best["other"]
         print(f"{task:7s} {a:13,.0f} {b:14,.0f} {a / b:5.2f}x   {ac:12,.0f} {bc:13,.0f} {ac / bc:5.2f}x", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+def task_options(args):
+    """The --option KEY=VALUE pairs as task options (values parsed as numbers where they are)."""
+    out = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--option {item!r}: expected KEY=VALUE, e.g. contact_model=mjx")
+        for cast in (int, float):
+            try:
+                value = cast(value)
+                break
+            except ValueError:
+                pass
+        out[key] = value
+    return out
 
 
 def main(argv=None):
@@ -150,6 +171,8 @@ def main(argv=None):
     parser.add_argument("--compare", metavar="DIR", help="also time another checkout's built-in tasks, alternating")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds with --compare")
     parser.add_argument("--single-thread", action="store_true", help="XLA CPU backend on one thread")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="task option for this checkout's tasks only, e.g. contact_model=mjx (repeatable)")
     args = parser.parse_args(argv)
     if args.compare:
         return compare(args)
@@ -161,7 +184,7 @@ def main(argv=None):
           f"load average {os.getloadavg()[0]:.1f} at start; "
           f"built-in: {args.num_envs} envs x {args.steps} steps, best of {args.repeats}")
     for task in args.tasks:
-        env = envs.make(task, episode_length=2000)
+        env = envs.make(task, episode_length=2000, **task_options(args))
         compile_s, sps, per_cpu = measure(env, args.num_envs, args.steps, args.repeats)
         line = (f"{task:7s} builtin: {sps:12,.0f} steps/s ({per_cpu:11,.0f} per CPU-second)"
                 f"   compile {compile_s:5.1f} s")
