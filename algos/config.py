@@ -204,7 +204,8 @@ def _parse_value(field: dataclasses.Field, text: str):
     return text
 
 
-def _parse_env_value(text: str):
+def parse_env_value(text: str):
+    """A task option's value from text: int, float or bool where it reads as one, else the text."""
     for cast in (int, float):
         try:
             return cast(text)
@@ -234,7 +235,7 @@ def make_config(preset: str = "cpu", overrides: dict | None = None,
         key, text = item.split("=", 1)
         key = key.strip()
         if key.startswith("env."):
-            env_kwargs[key[4:]] = _parse_env_value(text)
+            env_kwargs[key[4:]] = parse_env_value(text)
             continue
         if key in IDENTITY_FIELDS:
             raise ValueError(f"--set {key}={text}: {key} is part of the run's identity (its folder is named "

@@ -143,19 +143,15 @@ def compare(args):
 
 
 def task_options(args):
-    """The --option KEY=VALUE pairs as task options (values parsed as numbers where they are)."""
+    """The --option KEY=VALUE pairs as task options (values read as the trainer's `--set env.KEY`)."""
+    from algos.config import parse_env_value
+
     out = {}
     for item in args.option:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise SystemExit(f"--option {item!r}: expected KEY=VALUE, e.g. contact_model=mjx")
-        for cast in (int, float):
-            try:
-                value = cast(value)
-                break
-            except ValueError:
-                pass
-        out[key] = value
+        out[key] = parse_env_value(value)
     return out
 
 

@@ -392,19 +392,6 @@ def load_reference(path: str):
     return {k: data[k] for k in data.files}
 
 
-def load_params(path: str | None):
-    """Trained-policy parameters saved by `--train`: {'policy': layers, 'normalizer': ...}."""
-    if path is None:
-        return None
-    from algos.normalizer import Normalizer
-
-    data = np.load(path)
-    n_layers = len([k for k in data.files if k.startswith("policy/w")])
-    layers = [{"w": jnp.asarray(data[f"policy/w{i}"]), "b": jnp.asarray(data[f"policy/b{i}"])} for i in range(n_layers)]
-    norm = Normalizer(*(jnp.asarray(data[f"normalizer/{f}"]) for f in Normalizer._fields))
-    return {"policy": layers, "normalizer": norm}
-
-
 def train_policy(out: str, seed: int = 0, total_steps: float = 400_000) -> None:
     """Train PPO-Lag on the built-in goal task with the trainer's cpu preset (this repo's
     programs, algos.train.compile_programs) and save the policy parameters and normaliser."""
