@@ -22,6 +22,17 @@ from algos.registry import ALGOS, algorithm_scalars, get as get_algorithm
 ACTIVATIONS = ("swish", "tanh", "relu", "elu")
 # A run's identity: its folder is named after these, so only the named options may set them.
 IDENTITY_FIELDS = ("task", "bound", "algo", "seed", "backend")
+# The budget a sweep may set per trainer preset (the sweep config's train.KEY, the CLI's --KEY).
+BUDGET_FIELDS = ("total_steps", "num_envs", "episode_length", "eval_episodes")
+
+
+class ConfigFieldError(ValueError):
+    """A config value the trainer refuses; `field` names it (`env.NAME` for a task option), so a
+    caller can point at its own key without reading the message."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,10 +94,6 @@ class _TrainConfigBase:
         return max(1, math.ceil(self.total_steps / self.steps_per_update))
 
     @property
-    def num_chunks(self) -> int:
-        return math.ceil(self.num_updates / self.chunk_updates)
-
-    @property
     def iterate_capacity(self) -> int:
         """Logged iterates one chunk can hold (one per T steps of every env, plus one)."""
         if self.log_capacity > 0:
@@ -100,7 +107,7 @@ class _TrainConfigBase:
 
     def validate(self) -> "TrainConfig":
         def bad(field: str, why: str) -> ValueError:
-            return ValueError(f"config field {field!r} = {getattr(self, field)!r}: {why}")
+            return ConfigFieldError(field, f"config field {field!r} = {getattr(self, field)!r}: {why}")
 
         if self.algo not in ALGOS:
             raise bad("algo", f"must be one of {ALGOS}")
@@ -188,19 +195,19 @@ def _parse_value(field: dataclasses.Field, text: str):
             return True
         if text.lower() in ("0", "false", "no", "off"):
             return False
-        raise ValueError(f"--set {field.name}={text}: expected true or false")
+        raise ConfigFieldError(field.name, f"--set {field.name}={text}: expected true or false")
     if isinstance(default, tuple):
         try:
             return tuple(int(v) for v in text.split(",") if v.strip())
         except ValueError:
-            raise ValueError(f"--set {field.name}={text}: expected comma-separated integers") from None
+            raise ConfigFieldError(field.name, f"--set {field.name}={text}: expected comma-separated integers") from None
     try:
         if isinstance(default, int):
             return int(float(text)) if float(text).is_integer() else int(text)
         if isinstance(default, float):
             return float(text)
     except ValueError:
-        raise ValueError(f"--set {field.name}={text}: expected a number") from None
+        raise ConfigFieldError(field.name, f"--set {field.name}={text}: expected a number") from None
     return text
 
 
@@ -238,10 +245,25 @@ def make_config(preset: str = "cpu", overrides: dict | None = None,
             env_kwargs[key[4:]] = parse_env_value(text)
             continue
         if key in IDENTITY_FIELDS:
-            raise ValueError(f"--set {key}={text}: {key} is part of the run's identity (its folder is named "
+            raise ConfigFieldError(key, f"--set {key}={text}: {key} is part of the run's identity (its folder is named "
                              f"after it); give it with --{key}, not --set")
         if key not in fields or key == "env_kwargs":
-            raise ValueError(f"--set {key}: unknown config field; known: {sorted(fields)}")
+            raise ConfigFieldError(key, f"--set {key}: unknown config field; known: {sorted(fields)}")
         values[key] = _parse_value(fields[key], text.strip())
     values["env_kwargs"] = tuple(sorted(env_kwargs.items()))
+    return TrainConfig(**values).validate()
+
+
+def config_from_dict(values: dict) -> TrainConfig:
+    """The config that `TrainConfig.to_dict` gave (a run spec, run.json's "config")."""
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ConfigFieldError(unknown[0], f"unknown config field(s) {unknown}; known: {sorted(fields)}")
+    values = dict(values)
+    for name in ("policy_hidden", "critic_hidden"):
+        if name in values:
+            values[name] = tuple(values[name])
+    if "env_kwargs" in values:
+        values["env_kwargs"] = tuple(sorted(dict(values["env_kwargs"]).items()))
     return TrainConfig(**values).validate()

@@ -70,8 +70,6 @@ class IterateLog(NamedTuple):
 class UpdateSummary(NamedTuple):
     """Per update, for progress output."""
 
-    active: jnp.ndarray
-    mean_step_reward: jnp.ndarray
     mean_step_cost: jnp.ndarray
     multiplier: jnp.ndarray
 
@@ -258,7 +256,7 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
         algo_state = update_multiplier(algo, state.algo, mean_cost, h, T)
         new_state = TrainState(params, opt_state, norm, env_state, key, algo_state, pending, state.update + 1,
                                state.iterates, jnp.mean(metrics, axis=(0, 1)))
-        summary = UpdateSummary(jnp.bool_(True), jnp.mean(traj.reward), mean_cost, algo_state.multiplier)
+        summary = UpdateSummary(mean_cost, algo_state.multiplier)
         return new_state, log, summary
 
     # ---- chunk -----------------------------------------------------------------------
@@ -277,8 +275,7 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
                 return (state, log), summary
 
             def skip(args):
-                zero = jnp.float32(0.0)
-                return args, UpdateSummary(jnp.bool_(False), zero, zero, args[0].algo.multiplier)
+                return args, UpdateSummary(jnp.float32(0.0), args[0].algo.multiplier)
 
             return jax.lax.cond(state.update < num_updates, run, skip, (state, log))
 

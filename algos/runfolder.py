@@ -7,6 +7,8 @@ status report (workflow.status) and the products import these names; it imports 
 
 A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` holds
 - `episodes.parquet`, `trace.parquet`: written by the trainer, each atomically;
+- `spec.json`: the run spec, what to train (trainer preset name and the resolved config),
+  written by the workflow before the run is trained (`write_spec`) and read by the trainer;
 - `run.json`: written last; it records the run's config, the row counts of the two tables
   and the code version, so "complete" means every file is present *and* agrees with it
   (`incomplete_reason`);
@@ -32,10 +34,10 @@ from metrics.atomic import atomic_write as _atomic
 # ---- the contract: names and paths ------------------------------------------------------
 RUNS_ROOT = "results/runs"
 RUN_DIR = RUNS_ROOT + "/{task}/d{bound}/{algo}/seed{seed}"
-TRAIN_LOG = "results/logs/train/{task}/d{bound}/{algo}/seed{seed}.log"
 EPISODES = "episodes.parquet"
 TRACE = "trace.parquet"
 RUN_JSON = "run.json"
+SPEC = "spec.json"
 RUN_FILES = (EPISODES, TRACE, RUN_JSON)  # run.json last: the trainer writes it after the others
 SUMMARY = "summary.parquet"
 CHECKPOINT_DIR = "checkpoint"
@@ -95,15 +97,59 @@ def code_version(repo: str | os.PathLike | None = None) -> str:
     return digest.hexdigest()[:16]
 
 
-# ---- completeness --------------------------------------------------------------------------
-def read_run_json(folder: str | os.PathLike) -> dict | None:
-    """run.json as a dict, or None when it is absent or unreadable."""
+# ---- the run spec ------------------------------------------------------------------------
+def spec_of(preset: str, config) -> dict:
+    return {"preset": preset, "config": config.to_dict()}
+
+
+def write_spec(folder: str | os.PathLike, spec: dict) -> bool:
+    """Write spec.json unless it already holds `spec` (so its mtime moves only on a change)."""
+    path = Path(folder) / SPEC
     try:
-        with open(Path(folder) / RUN_JSON) as f:
+        if json.loads(path.read_text()) == spec:
+            return False
+    except (OSError, ValueError):
+        pass
+    os.makedirs(folder, exist_ok=True)
+    write_json(str(path), spec)
+    return True
+
+
+def read_spec(path: str | os.PathLike):
+    """(preset, TrainConfig) of a spec.json; ValueError naming the file and field otherwise."""
+    from algos.config import config_from_dict
+
+    try:
+        with open(path) as f:
+            spec = json.load(f)
+        return str(spec.get("preset", "")), config_from_dict(spec["config"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        field = getattr(err, "field", None)
+        where = f" field {field!r}" if field else ""
+        raise ValueError(f"{path}:{where} not a usable run spec: {type(err).__name__}: {err}") from None
+
+
+def config_difference(recorded: dict, wanted: dict) -> list[str]:
+    """Config fields in which two to_dict() configs differ (after a JSON round trip; the
+    checkpoint interval is not part of a run's identity)."""
+    a, b = (json.loads(json.dumps(c)) for c in (recorded or {}, wanted))
+    return sorted(k for k in set(a) | set(b) if k != "checkpoint_every_s" and a.get(k) != b.get(k))
+
+
+# ---- completeness --------------------------------------------------------------------------
+def read_json(path: str | os.PathLike) -> dict | None:
+    """A JSON object file as a dict, or None when it is absent or unreadable."""
+    try:
+        with open(path) as f:
             data = json.load(f)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def read_run_json(folder: str | os.PathLike) -> dict | None:
+    """run.json as a dict, or None when it is absent or unreadable."""
+    return read_json(Path(folder) / RUN_JSON)
 
 
 def incomplete_reason(folder: str | os.PathLike) -> str | None:
