@@ -30,6 +30,9 @@ for _rules_file in sorted(glob.glob(os.path.join(workflow.basedir, "workflow", "
 localrules: all, runs, metrics, write_thresholds, tiers, report
 
 
+workflow.localrules(*SUMMARISE_RULES)
+
+
 workflow.localrules(*[r.name for r in workflow.rules if os.path.basename(r.snakefile) == "products.smk"])
 
 

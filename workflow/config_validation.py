@@ -10,8 +10,8 @@ workflow/schemas/config.schema.yaml, whose lists of allowed tasks, algorithms an
 presets are filled in from the registries (envs.TASK_TABLE, algos/registry.py,
 algos.config.PRESETS), and then for what a schema cannot say: tier names and finite limits in
 order, seeds in the trainer's range, bounds that give a valid path label, and every trainer
-option as the trainer itself would check it (`check_trainer_options`: the options of every task
-and algorithm of the grid are resolved by algos.config, so a value the trainer would refuse -
+option as the trainer itself would check it (`run_specs`: every run's spec is built by
+algos.config, so a value the trainer would refuse -
 `train.num_envs` not dividing the batch, an unknown or identity `train.set` key - is refused
 here, before any job starts). Every error names the key.
 
@@ -169,39 +169,40 @@ def check_grid_values(cfg: Mapping) -> None:
                               f"seed range)")
 
 
-_TRAIN_KEYS = ("total_steps", "num_envs", "episode_length", "eval_episodes")
+def run_spec(cfg: Mapping, task: str, bound: float, algo: str, seed: int) -> dict:
+    """One run's spec (algos.runfolder.spec_of): its trainer preset and resolved config, what
+    the workflow writes into the run folder and the trainer trains. Raises the trainer's
+    ConfigFieldError for a value it refuses."""
+    from algos.config import BUDGET_FIELDS, make_config
+    from algos.runfolder import spec_of
 
-
-def trainer_overrides(cfg: Mapping, task: str, bound: float, algo: str, seed: int) -> tuple[str, dict, list[str]]:
-    """(preset, overrides, --set strings): what algos.config.make_config gets for one run,
-    the same values workflow.train_job.trainer_options passes on the command line."""
     train = cfg["train"]
     overrides = dict(task=task, bound=float(bound), algo=algo, seed=int(seed), backend=cfg["backend"])
-    overrides.update({k: int(train[k]) for k in _TRAIN_KEYS if train.get(k) is not None})
+    overrides.update({k: int(train[k]) for k in BUDGET_FIELDS if train.get(k) is not None})
     sets = [f"{key}={value}" for key, value in sorted(train.get("set", {}).items())]
-    return train["preset"], overrides, sets
+    return spec_of(train["preset"], make_config(train["preset"], overrides, sets))
 
 
-def _trainer_key(message: str, cfg: Mapping) -> str:
-    """The config key a trainer error is about."""
-    found = re.search(r"config field '(\w+)'|--set (\w[\w.]*)", message)
-    field = next((g for g in found.groups() if g), "") if found else ""
+def _sweep_key(field: str, cfg: Mapping) -> str:
+    """The sweep config key that sets a trainer config field."""
+    from algos.config import BUDGET_FIELDS
+
     if field in cfg["train"].get("set", {}):
         return f"train.set.{field}"
-    if field in _TRAIN_KEYS:
+    if field in BUDGET_FIELDS:
         return f"train.{field}"
     return {"seed": "seeds", "bound": "bounds", "task": "tasks", "algo": "algos",
             "backend": "backend"}.get(field, "train")
 
 
-def check_trainer_options(cfg: Mapping) -> None:
-    """Resolve the trainer config of every task x algorithm (largest seed, every bound) as
-    algos.train would; a refusal becomes a ConfigError naming the config key."""
-    from algos.config import make_config
+def run_specs(cfg: Mapping) -> dict[str, dict]:
+    """Every run's spec, by run id (algos.runfolder.run_id): building them is the trainer's check of
+    the sweep's options; a refusal becomes a ConfigError naming the sweep config key."""
+    from algos.config import ConfigFieldError
+    from algos.runfolder import run_id
 
-    seeds = cfg["seeds"]
-    largest_seed = seeds - 1 if isinstance(seeds, int) else max(seeds)
     env_keys = [key for key in cfg["train"].get("set", {}) if key.startswith("env.")]
+    specs = {}
     for task in cfg["tasks"]:
         if env_keys and cfg["backend"] == "builtin":  # imports the task (JAX) only when options are set
             import envs
@@ -214,12 +215,13 @@ def check_trainer_options(cfg: Mapping) -> None:
                                       f"{err}") from None
         for algo in cfg["algos"]:
             for bound in cfg["bounds"]:
-                try:
-                    make_config(*trainer_overrides(cfg, task, bound, algo, largest_seed))
-                except ValueError as err:
-                    key = _trainer_key(str(err), cfg)
-                    raise ConfigError(f"config key '{key}': the trainer refuses it for task {task}, "
-                                      f"algo {algo}: {err}") from None
+                for seed in cfg["seeds"]:
+                    try:
+                        specs[run_id(task, bound, algo, seed)] = run_spec(cfg, task, bound, algo, seed)
+                    except ConfigFieldError as err:
+                        raise ConfigError(f"config key '{_sweep_key(err.field, cfg)}': the trainer refuses it for "
+                                          f"task {task}, algo {algo}: {err}") from None
+    return specs
 
 
 def validate(cfg: Mapping) -> dict:
@@ -230,10 +232,10 @@ def validate(cfg: Mapping) -> dict:
         raise ConfigError(_schema_error_message(errors[0]))
     check_grid_values(cfg)
     check_thresholds(cfg["thresholds"])
-    check_trainer_options(cfg)
     out = copy.deepcopy(dict(cfg))
     seeds = cfg["seeds"]
     out["seeds"] = list(range(seeds)) if isinstance(seeds, int) else sorted(seeds)
+    out["specs"] = run_specs(out)
     return out
 
 
@@ -266,7 +268,6 @@ def _load_mapping(path: Path) -> dict:
 
 
 FROM_TRAINER = "from_trainer"
-TRAINER_BUDGET = ("total_steps", "num_envs", "episode_length", "eval_episodes")
 
 
 def fill_from_trainer(cfg: Mapping) -> dict:
@@ -275,7 +276,7 @@ def fill_from_trainer(cfg: Mapping) -> dict:
     train = cfg.get("train")
     if not isinstance(train, Mapping) or FROM_TRAINER not in train.values():
         return dict(cfg)
-    from algos.config import PRESETS, make_config
+    from algos.config import BUDGET_FIELDS, PRESETS, make_config
 
     if train.get("preset") not in PRESETS:
         raise ConfigError(f"config key 'train.preset': {train.get('preset')!r} is not one of {list(PRESETS)}")
@@ -283,9 +284,9 @@ def fill_from_trainer(cfg: Mapping) -> dict:
     filled = dict(train)
     for key, value in train.items():
         if value == FROM_TRAINER:
-            if key not in TRAINER_BUDGET:
+            if key not in BUDGET_FIELDS:
                 raise ConfigError(f"config key 'train.{key}': {FROM_TRAINER} is allowed only for "
-                                  f"{', '.join(TRAINER_BUDGET)}")
+                                  f"{', '.join(BUDGET_FIELDS)}")
             filled[key] = getattr(trainer, key)
     return {**cfg, "train": filled}
 
@@ -327,8 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, OSError) as e:
         print(f"invalid configuration: {e}", file=sys.stderr)
         return 1
+    specs = resolved.pop("specs")
     json.dump(resolved, sys.stdout, indent=2)
-    print()
+    print(f"\n({len(specs)} run specs)")
     return 0
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from algos.runfolder import JOB_MARKER
 
+LOG_ENV = "SAFERL_TRAIN_LOG"  # the job's log, recorded in the marker for workflow.status
 SLURM_ACTIVE_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}
 
 
@@ -37,10 +38,11 @@ def _proc_start(pid: int) -> str | None:
 
 
 def this_job() -> dict:
-    """The marker of the calling process: the job (its pid survives the exec into the trainer in a
-    SLURM job, and is the warm worker's client on one machine)."""
+    """The marker of the calling process: the job wrapper, which lives as long as its trainer;
+    `log` is the job's log (its pack's), from $SAFERL_TRAIN_LOG."""
     return {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _proc_start(os.getpid()),
-            "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "started": time.time()}
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "started": time.time(),
+            "log": os.environ.get(LOG_ENV)}
 
 
 def describe(marker: dict) -> str:

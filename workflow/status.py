@@ -7,7 +7,7 @@ It reads the same configuration as the Snakefile (config/config.yaml, the preset
 overrides) and looks at each run's folder under DIR/results/runs/:
 - done: the run folder is complete (algos.runfolder.incomplete_reason: every file present
   and consistent with run.json); trained by older code when run.json's code version differs
-  from this checkout's (`--outdated` lists those runs, to retrain them with --forcerun);
+  from this checkout's (`--outdated` lists their run.json files: delete those to retrain the runs);
 - running: the job marker (DIR/.../job.json, the lock workflow.train_job takes) names a
   process that is alive on this host, or a SLURM job still in squeue;
 - failed: the job marker names a job that has ended, but the run is not complete (the log's
@@ -31,10 +31,9 @@ from typing import Iterable
 import yaml
 
 from algos import runfolder
-from algos.runfolder import CHECKPOINT_DIR, JOB_MARKER, RUN_FILES, TRAIN_LOG, bound_label
+from algos.runfolder import CHECKPOINT_DIR, JOB_MARKER, RUN_FILES
 from workflow import runlock
-from workflow.config_validation import (DEFAULT_CONFIG, ConfigError, deep_merge, parse_overrides, resolve,
-                                        trainer_overrides)
+from workflow.config_validation import DEFAULT_CONFIG, ConfigError, deep_merge, parse_overrides, resolve
 
 STATES = ("done", "running", "failed", "missing")
 
@@ -82,34 +81,32 @@ def checkpoint_detail(cfg: dict | None, key: tuple, ckpt_dir: Path) -> str:
         return ""
     identity = None
     if cfg is not None:
-        from algos.config import make_config
+        from algos.config import config_from_dict
 
-        try:
-            identity = checkpoint.identity_of(make_config(*trainer_overrides(cfg, *key)))
-        except ValueError:
-            identity = None
+        identity = checkpoint.identity_of(config_from_dict(cfg["specs"][runfolder.run_id(*key)]["config"]))
     return checkpoint.inspect(str(ckpt_dir), identity).detail
 
 
 def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, cfg: dict | None = None,
                key: tuple | None = None, code: str | None = None) -> RunStatus:
     run_dir = workdir / runfolder.RUNS_ROOT / run
-    log = workdir / (TRAIN_LOG.format(task=key[0], bound=bound_label(key[1]), algo=key[2], seed=key[3])
-                     if key is not None else f"results/logs/train/{run}.log")
-    log_text = str(log) if log.exists() else None
+    marker = runlock.read_marker(run_dir)
+    log = workdir / marker["log"] if marker and marker.get("log") else None  # its pack's log
+    log_text = str(log) if log is not None and log.exists() else None
     reason = runfolder.incomplete_reason(run_dir)
     if reason is None:
         recorded = (runfolder.read_run_json(run_dir) or {}).get("code_version")
         outdated = code is not None and recorded != code
         return RunStatus(run, "done", log_text,
                          f"trained by older code ({recorded or 'no version recorded'}; now {code})" if outdated else "")
-    marker = runlock.read_marker(run_dir)
     checkpoint = checkpoint_detail(cfg, key, run_dir / CHECKPOINT_DIR) if key is not None else ""
     if marker is not None and marker_alive(marker, slurm_jobs, host):
         return RunStatus(run, "running", log_text, runlock.describe(marker))
     incomplete = f"incomplete: {reason}" if any((run_dir / f).exists() for f in RUN_FILES) else ""
     if marker is not None:
-        detail = "; ".join(x for x in [_last_line(log), incomplete, checkpoint] if x)
+        failure = runfolder.read_json(run_dir / runfolder.FAILURE_RECORD)
+        last = f"error: {failure.get('error')}" if failure else (_last_line(log) if log else "")
+        detail = "; ".join(x for x in [last, incomplete, checkpoint] if x)
         return RunStatus(run, "failed", log_text or str(run_dir / JOB_MARKER), detail)
     return RunStatus(run, "missing", detail="; ".join(x for x in [incomplete, checkpoint] if x))
 
@@ -153,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(STATES), help="states to list, comma-separated")
     parser.add_argument("--json", action="store_true", help="one JSON object per run")
     parser.add_argument("--outdated", action="store_true",
-                        help="print only the run.json paths of runs trained by other code (for snakemake --forcerun)")
+                        help="print only the run.json paths of runs trained by other code (delete them to retrain)")
     args = parser.parse_args(argv)
     try:
         with open(args.configfile) as f:

@@ -1,25 +1,22 @@
-"""Run one training job of the sweep: `python -m algos.train` with the given options.
+"""Run one training job of the sweep: a pack of runs, `python -m algos.train --spec ...`.
 
-    python -m workflow.train_job --task goal --bound 25 --algo ppo --seed 0 --out DIR [trainer options]
+    python -m workflow.train_job [--attempt N] [--threads N] DIR1/spec.json DIR2/spec.json ...
 
-It takes the run folder's lock, DIR/job.json (host, pid, SLURM job id; workflow.runlock),
-which `python -m workflow.status` also reads: a folder whose earlier job still runs is refused
-rather than trained twice at once. A retry (`--attempt` > 1) after a failure that a retry would
-meet again (DIR/failure.json, written by the trainer on an error) stops at once; retries after
-a time limit, preemption (exit 75), node failure or a kill for memory go ahead and resume.
-Inside a SLURM job it passes the trainer `--stop-at`, the job's end time minus a margin, so
-the trainer checkpoints and exits 75 well before the limit. Then the trainer runs: inside a
-SLURM job the process is replaced by it (exec), so SLURM's SIGTERM / SIGUSR2 reach it
-directly and it can write its checkpoint and exit 75; on one machine it runs in a warm worker
-(workflow.warm: JAX imported and earlier runs' programs loaded), which passes those signals
-on. Outside SLURM, when JAX_COMPILATION_CACHE_DIR is set, the first run of a program compiles
-it while later runs of the same program wait, for the compilation only (algos.train's
-compile lock).
+For each run folder it takes the folder's lock, DIR/job.json (host, pid, SLURM job id, log;
+workflow.runlock), which `python -m workflow.status` also reads: a folder whose earlier job
+still runs is left out rather than trained twice at once. A retry (`--attempt` > 1) leaves
+out a run whose earlier attempt failed for a reason a retry would meet again (DIR/failure.json,
+written by the trainer on an error); retries after a time limit, preemption (exit 75), node
+failure or a kill for memory go ahead and resume. Inside a SLURM job it passes the trainer
+`--stop-at`, the job's end time minus a margin, so the trainer checkpoints and exits 75 well
+before the limit. The trainer runs as a child process; SIGTERM, SIGINT and SIGUSR2 to this
+process (SLURM, Snakemake stopping) are passed on, so it writes its checkpoints and exits 75.
+The exit status is the trainer's, or 1 when a run was left out.
 
 Test switch, read from the environment inside the job so that it never becomes a
-Snakemake param (a changed param would rerun every job): SAFERL_FAIL_RUNS, a
-comma-separated list of shell patterns over run ids "task/d<bound>/algo/seed<seed>";
-a matching run fails at once with exit status 1 (e.g. SAFERL_FAIL_RUNS='*/seed1').
+Snakemake param: SAFERL_FAIL_RUNS, a comma-separated list of shell patterns over run ids
+"task/d<bound>/algo/seed<seed>"; a matching run fails at once (failure.json written), the
+others of its pack train (e.g. SAFERL_FAIL_RUNS='*/seed1').
 """
 from __future__ import annotations
 
@@ -27,41 +24,31 @@ import argparse
 import fnmatch
 import json
 import os
-import shlex
+import signal
 import subprocess
 import sys
 import time
 
-from algos.runfolder import FAILURE_RECORD, run_id
-from algos.train import COMPILE_LOCK_ENV, record_failure
-from workflow import runlock, warm
+from algos.runfolder import FAILURE_RECORD, RUNS_ROOT
+from algos.train import record_failure
+from workflow import runlock
 
 FAIL_RUNS_ENV = "SAFERL_FAIL_RUNS"
 LOCK_WAIT_ENV = "SAFERL_LOCK_WAIT_S"  # how long to wait for a live owner of the run folder (default 120)
 STOP_MARGIN_ENV = "SAFERL_STOP_MARGIN_S"  # stop this long before a SLURM job's end (default 600)
 DEFAULT_STOP_MARGIN_S = 600.0
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2)
 
 
 def should_fail(run: str, patterns: str | None) -> bool:
     return any(fnmatch.fnmatchcase(run, p.strip()) for p in (patterns or "").split(",") if p.strip())
 
 
-def trainer_options(cfg: dict) -> str:
-    """Trainer options that follow from a validated config: exactly what changes a run's
-    result (not `threads`), in a stable order, so Snakemake's params trigger is exact."""
-    train = cfg["train"]
-    opts = ["--preset", train["preset"], "--backend", cfg["backend"]]
-    for key in ["total_steps", "num_envs", "episode_length", "eval_episodes"]:
-        if train.get(key) is not None:
-            opts += ["--" + key.replace("_", "-"), str(train[key])]
-    for key, value in sorted(train.get("set", {}).items()):
-        opts += ["--set", shlex.quote(f"{key}={value}")]
-    return " ".join(opts)
-
-
-def trainer_args(args: argparse.Namespace, extra: list[str]) -> list[str]:
-    return ["--task", args.task, "--bound", args.bound, "--algo", args.algo, "--seed", str(args.seed),
-            "--out", args.out, *extra]
+def run_of_spec(path: str) -> str:
+    """The run id of a spec file's folder (`.../results/runs/<run id>/spec.json`)."""
+    folder = os.path.dirname(os.path.abspath(path)).replace(os.sep, "/")
+    marker = "/" + RUNS_ROOT + "/"
+    return folder.split(marker, 1)[1] if marker in folder else folder
 
 
 def slurm_end_time(job_id: str) -> float | None:
@@ -93,48 +80,53 @@ def previous_failure(out_dir: str) -> str | None:
         return None
 
 
+def admit(spec: str, attempt: int, say) -> bool:
+    """Whether this job trains the run of `spec` (lock taken), else why not is said."""
+    out, run = os.path.dirname(os.path.abspath(spec)), run_of_spec(spec)
+    failure = os.path.join(out, FAILURE_RECORD)
+    if attempt == 1 and os.path.exists(failure):
+        os.remove(failure)  # a new invocation tries again (the cause may be fixed)
+    elif previous_failure(out) is not None:
+        say(f"not retrying {run}: an earlier attempt failed with an error a retry would meet again: "
+            f"{previous_failure(out)} ({failure}). Fix the cause, then rerun the sweep.")
+        return False
+    try:
+        say(f"{run}: " + runlock.acquire(out, float(os.environ.get(LOCK_WAIT_ENV, 120))))
+    except runlock.RunFolderLocked as err:
+        say(str(err))
+        return False
+    if should_fail(run, os.environ.get(FAIL_RUNS_ENV)):
+        message = f"{run} fails on purpose ({FAIL_RUNS_ENV}={os.environ[FAIL_RUNS_ENV]!r})"
+        record_failure(out, message)
+        say(message)
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> None:  # noqa: D103
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    for name in ["task", "bound", "algo", "out"]:
-        parser.add_argument("--" + name, required=True)
-    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("specs", nargs="+", help="run specs (DIR/spec.json) of one pack")
     parser.add_argument("--attempt", type=int, default=1, help="Snakemake's attempt number of this job")
-    args, extra = parser.parse_known_args(argv)
-    run = run_id(args.task, args.bound, args.algo, args.seed)
-    os.makedirs(args.out, exist_ok=True)
-    failure = os.path.join(args.out, FAILURE_RECORD)
-    if args.attempt == 1 and os.path.exists(failure):
-        os.remove(failure)  # a new invocation tries again (the cause may be fixed)
-    elif previous_failure(args.out) is not None:
-        print(f"train_job: not retrying {run}: an earlier attempt failed with an error a retry would meet "
-              f"again: {previous_failure(args.out)} ({failure}). Fix the cause, then rerun the sweep.",
-              file=sys.stderr, flush=True)
+    parser.add_argument("--threads", type=int, default=None, help="passed to the trainer")
+    args = parser.parse_args(argv)
+    say = lambda text: print(f"train_job: {text}", file=sys.stderr, flush=True)  # noqa: E731
+    admitted = [spec for spec in args.specs if admit(spec, args.attempt, say)]
+    if not admitted:
         sys.exit(1)
-    try:
-        print("train_job: " + runlock.acquire(args.out, float(os.environ.get(LOCK_WAIT_ENV, 120))),
-              file=sys.stderr, flush=True)
-    except runlock.RunFolderLocked as err:
-        print(f"train_job: {err}", file=sys.stderr, flush=True)
-        sys.exit(1)
-    if should_fail(run, os.environ.get(FAIL_RUNS_ENV)):
-        message = f"{run} fails on purpose ({FAIL_RUNS_ENV}={os.environ[FAIL_RUNS_ENV]!r})"
-        record_failure(args.out, message)
-        print(f"train_job: {message}", file=sys.stderr, flush=True)
-        sys.exit(1)
-    cmd = trainer_args(args, extra)
+    cmd = [sys.executable, "-m", "algos.train", "--spec", *admitted]
+    if args.threads is not None:
+        cmd += ["--threads", str(args.threads)]
     job_id = os.environ.get("SLURM_JOB_ID")
     stop_at = stop_time(slurm_end_time(job_id), time.time(),
                         float(os.environ.get(STOP_MARGIN_ENV, DEFAULT_STOP_MARGIN_S))) if job_id else None
     if stop_at is not None:
         cmd += ["--stop-at", f"{stop_at:.0f}"]
-    cache_dir = os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    if cache_dir and not job_id:  # one machine: runs share its cache, so one compiles while the next waits
-        os.environ.setdefault(COMPILE_LOCK_ENV, os.path.join(cache_dir, ".saferl-locks"))
-    how = "in a warm worker" if warm.use_warm(os.environ) else "exec"
-    print(f"train_job: python -m algos.train {' '.join(cmd)} ({how})", file=sys.stderr, flush=True)
-    sys.exit(warm.run("algos.train", cmd))
+    say(" ".join(cmd[1:]))
+    child = subprocess.Popen(cmd)
+    for s in FORWARDED_SIGNALS:  # the trainer checkpoints and answers 75
+        signal.signal(s, lambda signum, frame: child.send_signal(signal.SIGTERM))
+    status = child.wait()
+    sys.exit(status if status != 0 or len(admitted) == len(args.specs) else 1)
 
 
 if __name__ == "__main__":

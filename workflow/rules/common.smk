@@ -10,6 +10,7 @@
 #   TIER_FILES           stage-3 outputs (threshold-dependent): "tiers", "conditions"
 #   run_path(name, **wildcards)    a file inside one run's folder
 #   RUN_FILES            the files of a complete run folder (algos.runfolder owns the contract)
+#   PACKS                the packs of the grid (workflow/packs.py), each with its pending runs
 # A rule file that makes products appends their paths to PRODUCT_TARGETS; rule `all`
 # and the report collect them.
 import itertools
@@ -20,6 +21,7 @@ from algos import runfolder
 from algos.runfolder import RUN_FILES, bound_label
 from metrics.aggregate import META_FILE, OUTPUT_FILES
 from metrics.tiers import TIER_FILES as _TIER_FILE_NAMES
+from workflow import packs
 from workflow.config_validation import ConfigError, resolve
 
 try:
@@ -48,6 +50,11 @@ TIER_FILES = {name: f"{METRICS_DIR}/{filename}" for name, filename in _TIER_FILE
 
 RUN_IDS = [dict(task=t, bound=b, algo=a, seed=s)
            for t, b, a, s in itertools.product(TASKS, BOUNDS, ALGOS, SEEDS)]
+
+# Which runs train together and which still need training: decided here, from the run
+# folders, before the DAG is built. Pending runs get their spec.json now.
+PACKS = packs.plan(CFG)
+packs.write_specs(CFG, [run for pack in PACKS for run in pack.pending])
 
 if "PRODUCT_TARGETS" not in globals():
     PRODUCT_TARGETS = []

@@ -4,18 +4,29 @@
 # `tiers` and what reads tiers.csv / conditions.csv - never training or aggregation.
 
 
-# summarise runs in a warm worker on one machine (workflow.warm: pandas and pyarrow already
-# imported), as `python -m metrics summarise` in the job's own process inside SLURM jobs.
-rule summarise:
-    input:
-        episodes=RUN_DIR + "/" + runfolder.EPISODES,
-        run=RUN_DIR + "/" + runfolder.RUN_JSON,
-    output:
-        RUN_DIR + "/" + runfolder.SUMMARY,
-    log:
-        LOGS_DIR + "/summarise/{task}/d{bound}/{algo}/seed{seed}.log",
-    shell:
-        "python -m workflow.warm metrics summarise {input.episodes} --out {output} > {log} 2>&1"
+# summarise: one job per pack (all its runs, finished earlier or not), in the controller's own
+# process (no Python start-up per run); a retrained run re-summarises its pack-mates too,
+# which costs milliseconds each.
+SUMMARISE_RULES = []
+
+for _pack in PACKS:
+    _name = f"summarise_{_pack.name}"
+    SUMMARISE_RULES.append(_name)
+
+    rule:
+        name: _name
+        input:
+            episodes=[f"{runfolder.RUNS_ROOT}/{run}/{runfolder.EPISODES}" for run in _pack.runs],
+            runs=[f"{runfolder.RUNS_ROOT}/{run}/{runfolder.RUN_JSON}" for run in _pack.runs],
+        output:
+            [f"{runfolder.RUNS_ROOT}/{run}/{runfolder.SUMMARY}" for run in _pack.runs],
+        log:
+            f"{LOGS_DIR}/summarise/{_pack.name}.log",
+        run:
+            from metrics.summary import summarise, write_summary
+
+            for episodes, summary in zip(input.episodes, output):
+                write_summary(summarise(episodes), summary)
 
 
 rule aggregate:

@@ -1,36 +1,42 @@
-# Stage 0: one training job per task x bound x algorithm x seed.
-#
-# Only values that change a run's result are params (Snakemake reruns a job whose params
-# changed): the trainer options of the config. Threads, runtime and test switches are
-# not. A run that stops early (time limit, SIGTERM/SIGUSR2 -> exit 75) leaves
-# DIR/checkpoint/ behind; the retry or the next invocation resumes from there.
-# Resources (runtime, memory, GPUs) are set by the profiles in cluster_profiles/, not here.
-# `train_attempt` is not a resource to schedule by: it tells the job which attempt it is, so
-# a retry after a deterministic failure stops at once (workflow.train_job).
+# Stage 0: training, one job per pack (workflow/packs.py): the runs of one program (task x
+# algorithm) that still need training, trained as one vmapped program, each into its own run
+# folder from its spec.json. A pack's outputs are its pending runs only, so a rerun trains
+# exactly the failed and missing runs. A run that stops early (time limit, SIGTERM/SIGUSR2 ->
+# exit 75) leaves DIR/checkpoint/ behind; the retry or the next invocation resumes from there.
+# Rule names follow the packs (train_goal_ppo_p0); a profile sets their threads and resources
+# under the name `train`, which every pack rule takes. `train_attempt` tells the job which
+# attempt it is, so a retry after a deterministic failure stops at once (workflow.train_job).
 
 
-from workflow.train_job import trainer_options
+# Snakemake keeps a profile's set-threads / set-resources per rule name in these (parsed)
+# mappings and reads them when a rule is defined and when it spawns cluster jobs.
+_OVERWRITE_THREADS = workflow.resource_settings._parsed_overwrite_threads
+_OVERWRITE_RESOURCES = workflow.resource_settings._parsed_overwrite_resources
+TRAIN_RULES = []
 
-TRAINER_OPTIONS = trainer_options(CFG)
+for _pack in PACKS:
+    if not _pack.pending:
+        continue
+    _name = f"train_{_pack.name}"
+    TRAIN_RULES.append(_name)
+    for _setting in (_OVERWRITE_THREADS, _OVERWRITE_RESOURCES):
+        if "train" in _setting:
+            _setting[_name] = _setting["train"]
 
-
-rule train:
-    output:
-        episodes=RUN_DIR + "/" + runfolder.EPISODES,
-        trace=RUN_DIR + "/" + runfolder.TRACE,
-        run=RUN_DIR + "/" + runfolder.RUN_JSON,
-    params:
-        options=TRAINER_OPTIONS,
-    log:
-        runfolder.TRAIN_LOG,
-    threads: CFG["train"].get("threads", 1)
-    resources:
-        train_attempt=lambda wildcards, attempt: attempt,
-    shell:
-        "python -m workflow.train_job --task {wildcards.task} --bound {wildcards.bound}"
-        " --algo {wildcards.algo} --seed {wildcards.seed} --out $(dirname {output.run})"
-        " --attempt {resources.train_attempt}"
-        " {params.options} --threads {threads} >> {log} 2>&1"
+    rule:
+        name: _name
+        output:
+            [f"{runfolder.RUNS_ROOT}/{run}/{f}" for run in _pack.pending for f in RUN_FILES],
+        params:
+            specs=" ".join(f"{runfolder.RUNS_ROOT}/{run}/{runfolder.SPEC}" for run in _pack.pending),
+        log:
+            f"{LOGS_DIR}/train/{_pack.name}.log",
+        threads: CFG["train"].get("threads", 1)
+        resources:
+            train_attempt=lambda wildcards, attempt: attempt,
+        shell:
+            "SAFERL_TRAIN_LOG={log} python -m workflow.train_job --attempt {resources.train_attempt}"
+            " --threads {threads} {params.specs} >> {log} 2>&1"
 
 
 rule runs:

@@ -1,0 +1,52 @@
+"""Packs: which runs train together in one job, and which of them still need training.
+
+The runs of one program (same task and algorithm; bounds and seeds are runtime values of it)
+are cut, in (bound, seed) order, into packs of `train.pack_size`. A pack is fixed by the grid
+alone, so it does not change while its pack-mates finish. At planning time a pack's *pending*
+members are those whose folder is not a complete run of their spec (algos.runfolder): only
+they are the outputs of the pack's training job, so a rerun retrains a failed or missing run
+without its finished pack-mates, and a changed spec (another budget, a task option) retrains
+exactly the runs it changes. Thresholds, plots and the pack size are not in any spec.
+"""
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from algos import runfolder
+
+
+class Pack(NamedTuple):
+    name: str  # a rule-name suffix: task_algo_pK
+    runs: tuple  # run ids of the pack, complete or not
+    pending: tuple  # run ids that need training
+
+
+def pending_reason(folder: str | os.PathLike, spec: dict) -> str | None:
+    """Why the run folder needs training for `spec`, or None when it holds that run complete."""
+    reason = runfolder.incomplete_reason(folder)
+    if reason is not None:
+        return reason
+    differ = runfolder.config_difference((runfolder.read_run_json(folder) or {}).get("config"), spec["config"])
+    return f"trained with another config (fields {differ})" if differ else None
+
+
+def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
+    """Every pack of the grid, each with its pending members."""
+    size = int(cfg["train"].get("pack_size", 1))
+    packs = []
+    for task in cfg["tasks"]:
+        for algo in cfg["algos"]:
+            runs = [runfolder.run_id(task, b, algo, s) for b in cfg["bounds"] for s in cfg["seeds"]]
+            for k in range(0, len(runs), size):
+                members = tuple(runs[k:k + size])
+                pending = tuple(r for r in members
+                                if pending_reason(os.path.join(root, runfolder.RUNS_ROOT, r), cfg["specs"][r]))
+                packs.append(Pack(f"{task}_{algo}_p{k // size}", members, pending))
+    return packs
+
+
+def write_specs(cfg: dict, runs, root: str | os.PathLike = ".") -> None:
+    """spec.json into each run folder named (rewritten only where it changed)."""
+    for run in runs:
+        runfolder.write_spec(os.path.join(root, runfolder.RUNS_ROOT, run), cfg["specs"][run])
