@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from algos import checkpoint, runfolder
-from algos.config import IDENTITY_FIELDS, make_config
+from algos.config import IDENTITY_FIELDS, config_from_dict, make_config
 from fake_runs import complete_run
 from metrics import cli as metrics_cli
 from workflow import config_validation as cv
@@ -109,26 +109,31 @@ def _fake_sweep(workdir: Path, bounds=(15, 25)) -> None:
             complete_run(runfolder.run_dir(workdir, task, bound, algo, seed), task, float(bound), algo, seed)
 
 
+def trained_runs(jobs) -> list[str]:
+    """run.json paths that the planned pack jobs train."""
+    return sorted(o for j in jobs if j.rule.startswith("train_") for o in j.outputs if o.endswith("run.json"))
+
+
 def test_the_workflow_asks_for_every_run_file_and_plans_exponent_bounds(tmp_path):
-    """Item 2 (a run with run.json but no episodes.parquet is retrained), item 3 (a bound whose
-    float text has an exponent gets a plain label) and item 10 (`--forcerun` of an outdated
-    run's run.json retrains exactly it) in one dry run each."""
+    """Item 2 (a run with run.json but no episodes.parquet is retrained, alone in its pack's
+    job), item 3 (a bound whose float text has an exponent gets a plain label) and a changed
+    spec (another budget) retraining exactly the runs it changes, in one dry run each."""
     _fake_sweep(tmp_path, bounds=(15, 25))
     (runfolder.run_dir(tmp_path, "circle", 25, "ppo", 1) / runfolder.EPISODES).unlink()
     jobs = plan.dry_run(tmp_path, ["runs", "--config", "preset=tiny"])
-    assert [(j.rule, j.outputs[-1]) for j in jobs if j.rule == "train"] == \
-        [("train", "results/runs/circle/d25/ppo/seed1/run.json")]
+    assert [(j.rule, trained_runs([j])) for j in jobs if j.rule.startswith("train_")] == \
+        [("train_circle_ppo_p0", ["results/runs/circle/d25/ppo/seed1/run.json"])]
 
     (tmp_path / "small.yaml").write_text(yaml.safe_dump({"preset": "tiny", "bounds": [15, 0.00001]}))
     jobs = plan.dry_run(tmp_path, ["runs", "--configfile", str(tmp_path / "small.yaml")])
-    trained = sorted(j.outputs[-1] for j in jobs if j.rule == "train")
-    assert trained == sorted(f"results/runs/circle/d0.00001/{a}/seed{s}/run.json"
-                             for a in ("ppo", "ppo_lag") for s in (0, 1))
+    assert trained_runs(jobs) == sorted(f"results/runs/circle/d0.00001/{a}/seed{s}/run.json"
+                                        for a in ("ppo", "ppo_lag") for s in (0, 1))
 
-    stale = "results/runs/circle/d15/ppo_lag/seed0/run.json"
-    jobs = plan.dry_run(tmp_path, ["runs", "--config", "preset=tiny", "--forcerun", stale])
-    assert sorted(j.outputs[-1] for j in jobs if j.rule == "train") == sorted(
-        [stale, "results/runs/circle/d25/ppo/seed1/run.json"])
+    (tmp_path / "budget.yaml").write_text(yaml.safe_dump({"preset": "tiny", "algos": ["ppo_lag"],
+                                                          "train": {"total_steps": 8192}}))
+    jobs = plan.dry_run(tmp_path, ["runs", "--configfile", str(tmp_path / "budget.yaml")])
+    assert trained_runs(jobs) == sorted(f"results/runs/circle/d{b}/ppo_lag/seed{s}/run.json"
+                                        for b in (15, 25) for s in (0, 1))
 
 
 # ---- 3: what the trainer would refuse is refused before any job starts -------------------------
@@ -221,7 +226,7 @@ def test_status_tells_what_the_rerun_does_with_a_checkpoint(tmp_path):
     import jax.numpy as jnp
 
     cfg = cv.resolve({"preset": "tiny", "bounds": [25], "algos": ["ppo"], "seeds": [0, 1, 2, 3]})
-    identity = {s: checkpoint.identity_of(make_config(*cv.trainer_overrides(cfg, "circle", 25, "ppo", s)))
+    identity = {s: checkpoint.identity_of(config_from_dict(cfg["specs"][runfolder.run_id("circle", 25, "ppo", s)]["config"]))
                 for s in range(4)}
     runs = tmp_path / "results" / "runs" / "circle" / "d25" / "ppo"
     for seed in range(4):
@@ -365,8 +370,16 @@ def test_slurm_profiles_grow_runtime_and_memory_per_attempt_and_rules_set_no_res
         assert "runtime=" not in text and "mem_mb=" not in text, smk
 
 
+def tiny_spec(workdir: Path, task="circle", bound=25, algo="ppo", seed=0) -> str:
+    """A tiny-preset run spec written into its run folder under `workdir`; returns its path."""
+    folder = runfolder.run_dir(workdir, task, bound, algo, seed)
+    runfolder.write_spec(folder, cv.run_spec(cv.resolve({"preset": "tiny"}), task, bound, algo, seed))
+    return str(folder / runfolder.SPEC)
+
+
 def test_a_retry_after_a_deterministic_failure_stops_at_once(tmp_path):
-    args = ["--task", "circle", "--bound", "25", "--algo", "ppo", "--seed", "0", "--out", str(tmp_path)]
+    args = [tiny_spec(tmp_path)]
+    tmp_path = runfolder.run_dir(tmp_path, "circle", 25, "ppo", 0)
     (tmp_path / runfolder.FAILURE_RECORD).write_text(json.dumps({"error": "ValueError: bad option"}))
     proc = run_module("workflow.train_job", *args, "--attempt", "2")
     assert proc.returncode == 1
@@ -386,6 +399,8 @@ def test_stop_time_is_well_before_the_slurm_limit(monkeypatch):
 
 
 def test_a_run_folder_is_owned_by_one_live_job(tmp_path):
+    spec = tiny_spec(tmp_path)
+    tmp_path = runfolder.run_dir(tmp_path, "circle", 25, "ppo", 0)
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
         owner = {"host": socket.gethostname(), "pid": sleeper.pid, "proc_start": runlock._proc_start(sleeper.pid),
@@ -393,8 +408,7 @@ def test_a_run_folder_is_owned_by_one_live_job(tmp_path):
         (tmp_path / runfolder.JOB_MARKER).write_text(json.dumps(owner))
         with pytest.raises(runlock.RunFolderLocked, match=f"owned by pid {sleeper.pid} on .*, which still runs"):
             runlock.acquire(tmp_path, wait_s=0)
-        proc = run_module("workflow.train_job", "--task", "circle", "--bound", "25", "--algo", "ppo", "--seed", "0",
-                          "--out", str(tmp_path), env={"SAFERL_LOCK_WAIT_S": "0", "SAFERL_FAIL_RUNS": "*"})
+        proc = run_module("workflow.train_job", spec, env={"SAFERL_LOCK_WAIT_S": "0", "SAFERL_FAIL_RUNS": "*"})
         assert proc.returncode == 1 and "not starting a second trainer" in proc.stderr
         assert json.loads((tmp_path / runfolder.JOB_MARKER).read_text())["pid"] == sleeper.pid  # untouched
     finally:
@@ -402,7 +416,7 @@ def test_a_run_folder_is_owned_by_one_live_job(tmp_path):
         sleeper.wait()
     assert "stale lock of pid" in runlock.acquire(tmp_path, wait_s=0)  # its job has ended
     assert runlock.read_marker(tmp_path)["pid"] == os.getpid()
-    assert not [p for p in tmp_path.iterdir() if p.name != runfolder.JOB_MARKER]
+    assert not [p for p in tmp_path.iterdir() if p.name not in (runfolder.JOB_MARKER, runfolder.SPEC)]
 
 
 def test_a_reused_pid_is_not_a_live_owner(tmp_path):
@@ -423,7 +437,7 @@ def test_code_version_follows_the_training_code(tmp_path):
     assert runfolder.code_version(tmp_path) != before and len(before) == 16
 
 
-def test_status_lists_runs_trained_by_older_code_for_forcerun(tmp_path):
+def test_status_lists_runs_trained_by_older_code(tmp_path):
     runs = tmp_path / "results" / "runs" / "circle" / "d15" / "ppo"
     complete_run(runs / "seed0", bound=15, seed=0, code_version="0123456789abcdef")
     complete_run(runs / "seed1", bound=15, seed=1)

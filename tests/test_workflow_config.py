@@ -110,17 +110,21 @@ def test_cli_prints_resolved_config_or_the_error(tmp_path):
 
 # ---- the training job ----------------------------------------------------------------------
 
-def test_trainer_options_hold_what_changes_a_result_and_not_threads():
-    cfg = resolved(train={"threads": 7, "set": {"learning_rate": 0.001, "clip_eps": 0.2}})
-    opts = train_job.trainer_options(cfg)
-    assert opts == ("--preset cpu --backend builtin --total-steps 4096 --num-envs 4 --episode-length 64 "
-                    "--eval-episodes 4 --set clip_eps=0.2 --set learning_rate=0.001")
-    assert "7" not in opts
-    assert train_job.trainer_options(cv.resolve({})) == "--preset cpu --backend builtin"
+def test_run_specs_hold_what_changes_a_result_and_not_threads_or_pack_size():
+    cfg = resolved(train={"threads": 7, "pack_size": 3, "set": {"learning_rate": 0.001, "clip_eps": 0.2}})
+    spec = cfg["specs"]["circle/d15/ppo/seed1"]
+    assert spec["preset"] == "cpu"
+    c = spec["config"]
+    assert (c["task"], c["bound"], c["algo"], c["seed"]) == ("circle", 15.0, "ppo", 1)
+    assert (c["total_steps"], c["num_envs"], c["episode_length"], c["eval_episodes"]) == (4096, 4, 64, 4)
+    assert (c["learning_rate"], c["clip_eps"]) == (0.001, 0.2)
+    assert "threads" not in c and "pack_size" not in c
+    same = resolved(train={"threads": 1, "pack_size": 1, "set": {"learning_rate": 0.001, "clip_eps": 0.2}})
+    assert same["specs"] == cfg["specs"]
 
 
 def test_fail_switch_matches_run_ids_by_pattern():
-    run = train_job.run_id("goal", "25", "ppo", 3)
+    run = train_job.run_of_spec("/x/results/runs/goal/d25/ppo/seed3/spec.json")
     assert run == "goal/d25/ppo/seed3"
     assert train_job.should_fail(run, "goal/d25/ppo/seed3")
     assert train_job.should_fail(run, "circle/*, */seed3")
@@ -250,7 +254,7 @@ def test_slurm_profile_asks_one_gpu_and_four_cores_per_run_and_more_time_per_att
     runtime = prof["set-resources"]["train"]["runtime"]
     assert [eval(runtime, {"attempt": a}) for a in (1, 2, 3)] == [180, 360, 540]
     assert prof["retries"] >= 1 and prof["rerun-incomplete"] is True
-    assert prof["groups"] == {"train": "run", "summarise": "run"}
+    assert prof["keep-incomplete"] is True  # a pack that failed for one run keeps its pack-mates' folders
 
 
 # ---- plan parser -------------------------------------------------------------------------
@@ -282,30 +286,6 @@ train         1
         ("summarise", ("a/summary.parquet",)),
         ("train", ("a/episodes.parquet", "a/trace.parquet", "a/run.json")),
     ]
-
-
-def test_the_compile_lock_is_per_program_and_held_for_the_compilation_only(tmp_path, monkeypatch):
-    from algos.config import make_config
-    from algos.train import COMPILE_LOCK_ENV, compile_lock
-
-    monkeypatch.setenv(COMPILE_LOCK_ENV, str(tmp_path))
-    goal = make_config("cpu", dict(task="goal", algo="ppo", bound=25.0, seed=0))
-    code = ("import sys, time; from algos.config import make_config; from algos.train import compile_lock\n"
-            "cfg = make_config('cpu', dict(task=sys.argv[1], algo='ppo', bound=3.0, seed=5))\n"
-            "with compile_lock(cfg): print('got it', flush=True)")
-    env = dict(os.environ, **{COMPILE_LOCK_ENV: str(tmp_path)})
-    with compile_lock(goal):
-        # another bound and seed of the same program waits while this one compiles ...
-        waiter = subprocess.Popen([sys.executable, "-c", code, "goal"], cwd=REPO, env=env,
-                                  stdout=subprocess.PIPE, text=True)
-        with pytest.raises(subprocess.TimeoutExpired):
-            waiter.wait(timeout=1.5)
-        # ... another program does not
-        other = subprocess.run([sys.executable, "-c", code, "circle"], cwd=REPO, env=env,
-                               capture_output=True, text=True, timeout=60)
-        assert other.stdout.strip() == "got it"
-    out, _ = waiter.communicate(timeout=60)  # released when the compilation ends
-    assert out.strip() == "got it"
 
 
 def test_workflow_outputs_are_written_whole_with_the_usual_mode(tmp_path):

@@ -52,9 +52,11 @@ RUN_IDS = [dict(task=t, bound=b, algo=a, seed=s)
            for t, b, a, s in itertools.product(TASKS, BOUNDS, ALGOS, SEEDS)]
 
 # Which runs train together and which still need training: decided here, from the run
-# folders, before the DAG is built. Pending runs get their spec.json now.
+# folders, before the DAG is built. Pending runs get their spec.json now (not in a dry run,
+# which writes nothing).
 PACKS = packs.plan(CFG)
-packs.write_specs(CFG, [run for pack in PACKS for run in pack.pending])
+if not workflow.dryrun:
+    packs.write_specs(CFG, [run for pack in PACKS for run in pack.pending])
 
 if "PRODUCT_TARGETS" not in globals():
     PRODUCT_TARGETS = []
