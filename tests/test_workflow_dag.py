@@ -23,7 +23,7 @@ from workflow.config_validation import resolve
 REPO = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 LOCAL_PROFILE = str(REPO / "cluster_profiles" / "local")
-UPSTREAM_RULES = {"train", "summarise", "aggregate"}
+UPSTREAM_PREFIXES = ("train_", "summarise_", "aggregate")
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +78,7 @@ def test_threshold_change_plans_only_tiers_tables_figures_and_report(sweep_copy)
     rules = {j.rule for j in jobs}
     assert {"write_thresholds", "tiers", "report", "all"} <= rules
     assert rules <= {"write_thresholds", "tiers", "report", "all"} | product_rules()
-    assert not rules & UPSTREAM_RULES
+    assert not [r for r in rules if r.startswith(UPSTREAM_PREFIXES)]
 
 
 def test_deleting_one_run_plans_exactly_that_run_and_its_dependents(sweep_copy):
@@ -86,10 +86,13 @@ def test_deleting_one_run_plans_exactly_that_run_and_its_dependents(sweep_copy):
     shutil.rmtree(sweep_copy / run)
     jobs = plan.dry_run(sweep_copy, ["--configfile", "tiny.yaml"])
     counts = Counter(j.rule for j in jobs)
-    trained = [j for j in jobs if j.rule == "train"]
-    assert counts["train"] == 1 and f"{run}/run.json" in trained[0].outputs
-    summarised = [j for j in jobs if j.rule == "summarise"]
-    assert counts["summarise"] == 1 and summarised[0].outputs == (f"{run}/summary.parquet",)
+    trained = [j for j in jobs if j.rule.startswith("train_")]
+    # the run's pack trains it alone; its pack is re-summarised (milliseconds a run)
+    assert [j.rule for j in trained] == ["train_circle_ppo_p0"]
+    assert trained[0].outputs == tuple(f"{run}/{f}" for f in ("episodes.parquet", "trace.parquet", "run.json"))
+    summarised = [j for j in jobs if j.rule.startswith("summarise_")]
+    assert [j.rule for j in summarised] == ["summarise_circle_ppo_p0"]
+    assert f"{run}/summary.parquet" in summarised[0].outputs
     assert counts["aggregate"] == 1 and counts["tiers"] == 1 and counts["report"] == 1
     assert "write_thresholds" not in counts  # the thresholds did not change
 
@@ -97,7 +100,7 @@ def test_deleting_one_run_plans_exactly_that_run_and_its_dependents(sweep_copy):
 def test_deleting_one_runs_result_file_retrains_it(sweep_copy):
     os.remove(sweep_copy / "results/runs/circle/d15/ppo_lag/seed0/run.json")
     jobs = plan.dry_run(sweep_copy, ["--configfile", "tiny.yaml"])
-    trained = [j.outputs for j in jobs if j.rule == "train"]
+    trained = [j.outputs for j in jobs if j.rule.startswith("train_")]
     assert trained == [tuple(f"results/runs/circle/d15/ppo_lag/seed0/{f}"
                              for f in ("episodes.parquet", "trace.parquet", "run.json"))]
 
@@ -114,12 +117,15 @@ def test_a_failed_seed_is_reported_and_the_rerun_trains_only_it(sweep_copy):
     assert sum(s.state == "done" for s in states.values()) == 7
     # the test switch is not a param: without it, the plan is that one run and its dependents
     jobs = plan.dry_run(sweep_copy, ["--configfile", "tiny.yaml"])
-    assert [j.outputs[-1] for j in jobs if j.rule == "train"] == [f"results/runs/{run}/run.json"]
+    assert [j.outputs[-1] for j in jobs if j.rule.startswith("train_")] == [f"results/runs/{run}/run.json"]
 
 
-def test_paper_preset_plans_1440_training_jobs(tmp_path):
+def test_paper_preset_plans_1440_runs_in_16_pack_jobs(tmp_path):
     proc = subprocess.run([*SNAKEMAKE, "--dry-run", "--config", "preset=paper", "--quiet", "rules"],
                           cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, flags=re.M))
-    assert int(stats["train"]) == 1440 and int(stats["summarise"]) == 1440 and int(stats["aggregate"]) == 1
+    train = {rule: int(n) for rule, n in stats.items() if rule.startswith("train_")}
+    summarise = {rule: int(n) for rule, n in stats.items() if rule.startswith("summarise_")}
+    assert len(train) == 16 and set(train.values()) == {1} and len(summarise) == 16
+    assert int(stats["aggregate"]) == 1

@@ -62,8 +62,9 @@ def submitted(log: str) -> list[str]:
 
 
 def trained_runs(log: str) -> list[str]:
-    """Run folders of the train jobs a Snakemake run started."""
-    return re.findall(r"rule train:\n\s+output: \S+, \S+, (\S+)/run\.json", log)
+    """Run folders of the pack jobs a Snakemake run started (a run once per job it was in)."""
+    outputs = re.findall(r"rule train_\w+:\n\s+output: (.*)\n", log)
+    return [o.strip()[:-len("/run.json")] for line in outputs for o in line.split(",") if o.strip().endswith("/run.json")]
 
 
 def test_tiny_sweep_with_a_failing_seed_then_a_rerun_of_exactly_that_seed(tmp_path):
@@ -73,11 +74,14 @@ def test_tiny_sweep_with_a_failing_seed_then_a_rerun_of_exactly_that_seed(tmp_pa
     first = snakemake(tmp_path, "metrics", "--configfile", "tiny.yaml", env_extra={"SAFERL_FAIL_RUNS": bad})
     log1 = first.stdout + first.stderr
     assert first.returncode != 0, log1[-3000:]
-    # one SLURM job per run (train + summary grouped); the failing one is retried once (profile)
+    # one SLURM job per pack (4 runs each); the failing pack is retried once (profile), and its
+    # retry trains its other runs again (Snakemake clears a job's outputs before a retry)
     attempts = Counter(trained_runs(log1))
-    assert attempts == {f"results/runs/{r}": 2 if r == bad else 1 for r in status.run_ids(resolve({"preset": "tiny"}))}
-    assert len(submitted(log1)) == 9
-    assert re.search(rf"Error in rule train:\n(?:\s+\w+: .*\n)*?\s+output: results/runs/{bad}/", log1), log1[-3000:]
+    assert attempts == {f"results/runs/{r}": 2 if "/ppo_lag/" in r else 1
+                        for r in status.run_ids(resolve({"preset": "tiny"}))}
+    assert len(submitted(log1)) == 3
+    assert re.search(rf"Error in rule train_circle_ppo_lag_p0:\n(?:\s+\w+: .*\n)*?\s+output: .*results/runs/{bad}/",
+                     log1), log1[-3000:]
 
     cfg = resolve({"preset": "tiny"})
     states = {s.run: s for s in status.sweep_status(cfg, tmp_path, status.slurm_active_jobs())}
@@ -94,7 +98,8 @@ def test_tiny_sweep_with_a_failing_seed_then_a_rerun_of_exactly_that_seed(tmp_pa
     # that run's job and the aggregation: nothing else went to the scheduler
     jobs2 = submitted(log2)
     assert len(jobs2) == 2, jobs2
-    assert sum("/group_run" in p for p in jobs2) == 1 and sum("/rule_aggregate/" in p for p in jobs2) == 1
+    assert sum("/rule_train_circle_ppo_lag_p0/" in p for p in jobs2) == 1
+    assert sum("/rule_aggregate/" in p for p in jobs2) == 1
     assert {s.state for s in status.sweep_status(cfg, tmp_path)} == {"done"}
     assert {r: (tmp_path / "results/runs" / r / "run.json").stat().st_mtime_ns for r in done} == done_mtimes
     tiers = pd.read_csv(tmp_path / "results" / "metrics" / "tiers.csv")
@@ -107,7 +112,7 @@ def test_a_job_cancelled_mid_run_resumes_from_its_checkpoint(tmp_path):
         "preset: tiny\ntasks: [circle]\nbounds: [25]\nalgos: [ppo]\nseeds: [0]\n"
         "train: {total_steps: 1600000}\n")
     run_dir = tmp_path / "results/runs/circle/d25/ppo/seed0"
-    train_log = tmp_path / "results/logs/train/circle/d25/ppo/seed0.log"
+    train_log = tmp_path / "results/logs/train/circle_ppo_p0.log"
     proc = subprocess.Popen(["timeout", "-s", "INT", str(SWEEP_TIMEOUT_S), *SNAKEMAKE, "runs",
                              "--configfile", "long.yaml"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -116,7 +121,7 @@ def test_a_job_cancelled_mid_run_resumes_from_its_checkpoint(tmp_path):
         job_id = None
         while time.monotonic() < deadline and proc.poll() is None:
             text = train_log.read_text() if train_log.exists() else ""
-            if "iterate" in text and (run_dir / "job.json").exists():  # training, past compilation
+            if "steps/s" in text and (run_dir / "job.json").exists():  # training, past compilation
                 job_id = json.loads((run_dir / "job.json").read_text())["slurm_job_id"]
                 break
             time.sleep(0.5)
@@ -154,4 +159,6 @@ def test_launcher_submits_the_controller_as_a_slurm_job(tmp_path):
     job = submitit.SlurmJob(folder=tmp_path / ".snakemake" / "launcher", job_id=job_id)
     assert job.result() == 0  # the controller's Snakemake exited 0
     controller_log = Path(job.paths.stdout).read_text() + Path(job.paths.stderr).read_text()
-    assert "This was a dry-run" in controller_log and re.search(r"^train\s+8$", controller_log, flags=re.M)
+    assert "This was a dry-run" in controller_log
+    assert re.search(r"^train_circle_ppo_p0\s+1$", controller_log, flags=re.M)
+    assert re.search(r"^train_circle_ppo_lag_p0\s+1$", controller_log, flags=re.M)
