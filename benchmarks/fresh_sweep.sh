@@ -10,7 +10,7 @@ rm -rf "$dir" && git clone -q "$repo" "$dir" && cd "$dir" || exit 1
 cmd=$(sed -n '/<!-- sweep-command -->/,/<!-- \/sweep-command -->/p' README.md | grep -v -e '^<!--' -e '^```')
 echo "sweep command: $cmd"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-/usr/bin/time -f "wall %e s, user %U s, system %S s (the job clients; warm workers are not children)" \
+/usr/bin/time -f "wall %e s, user %U s, system %S s " \
     bash -c "$cmd" > sweep.log 2>&1
 status=$?
 tail -1 sweep.log

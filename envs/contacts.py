@@ -232,9 +232,13 @@ def _linesearch(jaref, jv, quad, quad_gauss):
     first = newton(p0)
     lesser = first[2] < p0[2]
     hi, lo = jnp.where(lesser, p0, first), jnp.where(lesser, first, p0)
-    go = jnp.array(True)
     inside = lambda x, y: ((x < y) & (y < 0)) | ((x > y) & (y > 0))
-    for _ in range(LS_ITERATIONS):
+
+    # A lax loop, not a Python one: traced once, not LS_ITERATIONS times per CG iteration
+    # per substep. It stops when a pass moves neither end (MJX's exit); a pass that does not
+    # move changes nothing, so this equals running all LS_ITERATIONS passes.
+    def narrow(carry):
+        i, lo, hi, _ = carry
         lo_next, hi_next, mid = newton(lo), newton(hi), point_at(0.5 * (lo[0] + hi[0]))
         new_lo, new_hi, moved = lo, hi, jnp.array(False)
         for cand in (lo_next, mid, hi_next):
@@ -243,8 +247,9 @@ def _linesearch(jaref, jv, quad, quad_gauss):
         for cand in (hi_next, mid, lo_next):
             take = inside(new_hi[2], cand[2])
             new_hi, moved = jnp.where(take, cand, new_hi), moved | take
-        lo, hi = jnp.where(go, new_lo, lo), jnp.where(go, new_hi, hi)
-        go = go & moved
+        return i + 1, new_lo, new_hi, moved
+
+    _, lo, hi, _ = jax.lax.while_loop(lambda c: (c[0] < LS_ITERATIONS) & c[3], narrow, (0, lo, hi, jnp.array(True)))
     improved = (lo[1] < p0[1]) | (hi[1] < p0[1])
     return jnp.where(improved, jnp.where(lo[1] < hi[1], lo[0], hi[0]), 0.0)
 
@@ -338,8 +343,11 @@ def _mjx_solve(args):
 
     acc = a0 if warm is None else jnp.where(cost(warm) < cost(a0), warm, a0)
     jaref, grad, mgrad = gradient(acc)
-    search = -mgrad
-    for _ in range(CG_ITERATIONS):
+
+    # A lax loop, not a Python one (fixed CG_ITERATIONS): traced once, not unrolled, which
+    # made every program that steps these tasks slow to trace and compile.
+    def iterate(_, carry):
+        acc, jaref, grad, mgrad, search = carry
         jv = rows @ search
         ma = mul_m(acc)
         quad_gauss = jnp.stack([
@@ -350,7 +358,9 @@ def _mjx_solve(args):
         prev_grad, prev_mgrad = grad, mgrad
         jaref, grad, mgrad = gradient(acc)
         beta = jnp.dot(grad, mgrad - prev_mgrad) / jnp.maximum(1e-15, jnp.dot(prev_grad, prev_mgrad))
-        search = -mgrad + jnp.maximum(0.0, beta) * search
+        return acc, jaref, grad, mgrad, -mgrad + jnp.maximum(0.0, beta) * search
+
+    _, jaref, _, _, _ = jax.lax.fori_loop(0, CG_ITERATIONS, iterate, (acc, jaref, grad, mgrad, -mgrad))
     # the force applied is the rows' force at the last iterate (MJX's qfrc_constraint), not
     # M (acc - a0): the two differ when the solve stops short, and the integrator uses this one
     return -rows.T @ (weight * jnp.minimum(jaref, 0.0))
