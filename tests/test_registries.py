@@ -127,7 +127,11 @@ def test_paper_builtin_is_paper_on_the_builtin_backend_with_mjx_contacts():
     paper, builtin = cv.resolve({"preset": "paper"}), cv.resolve({"preset": "paper-builtin"})
     assert (paper["backend"], builtin["backend"]) == ("crax", "builtin")
     train = {**paper["train"], "set": {"env.contact_model": "mjx"}}
+    paper_specs, builtin_specs = paper.pop("specs"), builtin.pop("specs")
     assert {**paper, "backend": "builtin", "preset": "paper-builtin", "train": train} == builtin
+    for run, spec in paper_specs.items():
+        config = {**spec["config"], "backend": "builtin", "env_kwargs": {"contact_model": "mjx"}}
+        assert builtin_specs[run] == {**spec, "config": config}
 
 
 def test_the_sweeps_paper_budget_is_the_trainers_paper_preset_stated_once():

@@ -133,12 +133,16 @@ def test_fail_switch_matches_run_ids_by_pattern():
 
 
 def test_fail_switch_exits_before_training(tmp_path):
+    from algos import runfolder
+
+    folder = runfolder.run_dir(tmp_path, "goal", 25, "ppo", 3)
+    runfolder.write_spec(folder, cv.run_spec(cv.resolve({}), "goal", 25, "ppo", 3))
     env = dict(os.environ, SAFERL_FAIL_RUNS="goal/d25/ppo/seed3")
-    proc = subprocess.run([sys.executable, "-m", "workflow.train_job", "--task", "goal", "--bound", "25",
-                           "--algo", "ppo", "--seed", "3", "--out", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "workflow.train_job", str(folder / "spec.json")],
                           cwd=REPO, env=env, capture_output=True, text=True)
     assert proc.returncode == 1 and "fails on purpose" in proc.stderr
-    assert [p.name for p in tmp_path.iterdir()] == ["failure.json", "job.json"]  # started (for status), then failed for good
+    # started (for status), then failed for good
+    assert sorted(p.name for p in folder.iterdir()) == ["failure.json", "job.json", "spec.json"]
 
 
 # ---- status ----------------------------------------------------------------------------
@@ -151,18 +155,18 @@ def _touch(path: Path, text: str = "") -> None:
 def test_status_tells_done_running_failed_missing(tmp_path):
     cfg = resolved(bounds=[25], algos=["ppo"], seeds=[0, 1, 2, 3])
     runs = tmp_path / "results" / "runs" / "circle" / "d25" / "ppo"
-    logs = tmp_path / "results" / "logs" / "train" / "circle" / "d25" / "ppo"
+    logs = tmp_path / "results" / "logs" / "train"  # one per pack, named in the job marker
     complete_run(runs / "seed0", bound=25, seed=0)
-    _touch(runs / "seed1" / "job.json", json.dumps({"host": status.socket.gethostname(), "pid": os.getpid()}))
-    _touch(logs / "seed1.log", "[circle] iterate 3\n")
+    _touch(runs / "seed1" / "job.json", json.dumps({"host": status.socket.gethostname(), "pid": os.getpid(),
+                                                    "log": "results/logs/train/p.log"}))
+    _touch(logs / "p.log", "[circle] update 3\n")
     _touch(runs / "seed2" / "checkpoint" / "state-0.json", json.dumps({"generation": 0, "arrays": "state-0.npz"}))
-    _touch(runs / "seed2" / "job.json", json.dumps({"host": "elsewhere", "pid": 1}))
-    _touch(logs / "seed2.log", "starting\nRuntimeError: boom\n")
-    _touch(logs / "seed3.log", "an old log of a run folder deleted since\n")
+    _touch(runs / "seed2" / "job.json", json.dumps({"host": "elsewhere", "pid": 1, "log": "results/logs/train/q.log"}))
+    _touch(logs / "q.log", "starting\nRuntimeError: boom\n")
     got = {s.run: s for s in status.sweep_status(cfg, tmp_path, slurm_jobs=None)}
     assert [got[f"circle/d25/ppo/seed{k}"].state for k in range(4)] == ["done", "running", "failed", "missing"]
     failed = got["circle/d25/ppo/seed2"]
-    assert failed.log == str(logs / "seed2.log")
+    assert failed.log == str(logs / "q.log")
     assert "RuntimeError: boom" in failed.detail and "no usable checkpoint" in failed.detail
 
 

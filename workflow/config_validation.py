@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     specs = resolved.pop("specs")
     json.dump(resolved, sys.stdout, indent=2)
-    print(f"\n({len(specs)} run specs)")
+    print(f"({len(specs)} run specs)", file=sys.stderr)
     return 0
 
 

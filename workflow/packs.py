@@ -6,7 +6,9 @@ alone, so it does not change while its pack-mates finish. At planning time a pac
 members are those whose folder is not a complete run of their spec (algos.runfolder): only
 they are the outputs of the pack's training job, so a rerun retrains a failed or missing run
 without its finished pack-mates, and a changed spec (another budget, a task option) retrains
-exactly the runs it changes. Thresholds, plots and the pack size are not in any spec.
+exactly the runs it changes. Thresholds, plots and the pack size are not in any spec. A
+pending run whose files exist gets its spec.json written or touched when the workflow is
+planned (`mark_stale`, even in a dry run), as an input newer than those files.
 """
 from __future__ import annotations
 
@@ -50,3 +52,18 @@ def write_specs(cfg: dict, runs, root: str | os.PathLike = ".") -> None:
     """spec.json into each run folder named (rewritten only where it changed)."""
     for run in runs:
         runfolder.write_spec(os.path.join(root, runfolder.RUNS_ROOT, run), cfg["specs"][run])
+
+
+def mark_stale(cfg: dict, packs, root: str | os.PathLike = ".") -> dict:
+    """For each pending run whose folder already holds run files: its spec.json, written (or
+    touched, when it already says the same) so that it is newer than them; {run id: path}.
+    These are the runs Snakemake would otherwise take as up to date."""
+    stale = {}
+    for pack in packs:
+        for run in pack.pending:
+            folder = os.path.join(root, runfolder.RUNS_ROOT, run)
+            if any(os.path.exists(os.path.join(folder, f)) for f in runfolder.RUN_FILES):
+                if not runfolder.write_spec(folder, cfg["specs"][run]):
+                    os.utime(os.path.join(folder, runfolder.SPEC))
+                stale[run] = os.path.join(runfolder.RUNS_ROOT, run, runfolder.SPEC)
+    return stale

@@ -52,11 +52,8 @@ RUN_IDS = [dict(task=t, bound=b, algo=a, seed=s)
            for t, b, a, s in itertools.product(TASKS, BOUNDS, ALGOS, SEEDS)]
 
 # Which runs train together and which still need training: decided here, from the run
-# folders, before the DAG is built. Pending runs get their spec.json now (not in a dry run,
-# which writes nothing).
+# folders, before the DAG is built (train.smk's jobs write the pending runs' spec.json).
 PACKS = packs.plan(CFG)
-if not workflow.dryrun:
-    packs.write_specs(CFG, [run for pack in PACKS for run in pack.pending])
 
 if "PRODUCT_TARGETS" not in globals():
     PRODUCT_TARGETS = []

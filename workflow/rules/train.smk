@@ -1,7 +1,7 @@
 # Stage 0: training, one job per pack (workflow/packs.py): the runs of one program (task x
 # algorithm) that still need training, trained as one vmapped program, each into its own run
-# folder from its spec.json. A pack's outputs are its pending runs only, so a rerun trains
-# exactly the failed and missing runs. A run that stops early (time limit, SIGTERM/SIGUSR2 ->
+# folder from its spec.json, which the job writes first. A pack's outputs are its pending
+# runs only, so a rerun trains exactly the failed and missing runs. A run that stops early (time limit, SIGTERM/SIGUSR2 ->
 # exit 75) leaves DIR/checkpoint/ behind; the retry or the next invocation resumes from there.
 # Rule names follow the packs (train_goal_ppo_p0); a profile sets their threads and resources
 # under the name `train`, which every pack rule takes. `train_attempt` tells the job which
@@ -12,6 +12,11 @@
 # mappings and reads them when a rule is defined and when it spawns cluster jobs.
 _OVERWRITE_THREADS = workflow.resource_settings._parsed_overwrite_threads
 _OVERWRITE_RESOURCES = workflow.resource_settings._parsed_overwrite_resources
+
+# A pending run whose files exist (damaged, or trained for another spec) is not "missing"
+# to Snakemake: its spec.json, written or touched now, is an input newer than its outputs.
+_STALE_SPECS = packs.mark_stale(CFG, PACKS)
+
 TRAIN_RULES = []
 
 for _pack in PACKS:
@@ -25,18 +30,23 @@ for _pack in PACKS:
 
     rule:
         name: _name
+        input:
+            [_STALE_SPECS[run] for run in _pack.pending if run in _STALE_SPECS],
         output:
             [f"{runfolder.RUNS_ROOT}/{run}/{f}" for run in _pack.pending for f in RUN_FILES],
         params:
+            runs=list(_pack.pending),
             specs=" ".join(f"{runfolder.RUNS_ROOT}/{run}/{runfolder.SPEC}" for run in _pack.pending),
         log:
             f"{LOGS_DIR}/train/{_pack.name}.log",
         threads: CFG["train"].get("threads", 1)
         resources:
             train_attempt=lambda wildcards, attempt: attempt,
-        shell:
-            "SAFERL_TRAIN_LOG={log} python -m workflow.train_job --attempt {resources.train_attempt}"
-            " --threads {threads} {params.specs} >> {log} 2>&1"
+        run:
+            # the specs are written when the job runs (a dry run writes nothing)
+            packs.write_specs(CFG, params.runs)
+            shell("SAFERL_TRAIN_LOG={log} python -m workflow.train_job --attempt {resources.train_attempt}"
+                  " --threads {threads} {params.specs} >> {log} 2>&1")
 
 
 rule runs:
