@@ -16,10 +16,6 @@ import shutil
 import time
 from typing import NamedTuple
 
-# XLA drops a batch axis of size 1, and reductions over a batched array round differently
-# from unbatched ones; so every run trains in blocks of algos.programs.PACK_WIDTH members, a
-# run alone in a block with an unused copy of itself: its episodes are then the same alone as
-# in any pack or place in it.
 HOST_FIELDS = ("update", "step", "ret", "cost", "length", "multiplier", "metrics", "wall_time")
 
 
@@ -66,7 +62,8 @@ class Progress:
 
 
 def padded_configs(members) -> list:
-    """The configs the pack program runs: the members', then copies of the last to whole blocks."""
+    """The configs the pack program runs: the members', then copies of the last to whole
+    blocks of algos.programs.PACK_WIDTH (unused padding)."""
     configs = [m.config for m in members]
     from algos.programs import pack_slots
 
@@ -188,6 +185,8 @@ def train_chunks(members, compiled, state, progress, *, say, stop, stop_after_ch
         ok = np.isfinite(np.asarray(summary.multiplier)) & np.isfinite(np.asarray(summary.mean_step_cost))
         for i in live():
             m, p, count = members[i], progress[i], int(counts[i])
+            if before[i] >= budgets[i]:  # done earlier; trains on unused until its pack-mates finish
+                continue
             if count > C:
                 p.failed = (f"{_member_name(m)}: {count} iterates completed in one chunk but the log holds {C}; "
                             f"episodes end early in this task: raise --set log_capacity=")
@@ -330,6 +329,8 @@ def train_pack(members, *, env=None, stop, say, stop_after_chunks=None, stop_at=
                               stop_after_chunks=stop_after_chunks, stop_at=stop_at)
     if why is not None:
         return why, failures | {m.out: p.failed for m, p in zip(members, progress) if p.failed}
+    if all(p.failed for p in progress):
+        return None, failures | {m.out: p.failed for m, p in zip(members, progress)}
     eval_start = time.perf_counter()
     finals = evaluate_final(members, compiled, state, progress)
     timing = {"eval_wall_s": time.perf_counter() - eval_start, "compile_s": compiled.compile_s,

@@ -50,23 +50,29 @@ def stacked_hyper(configs):
     return Hyper(*(jnp.asarray([getattr(c, f) for c in configs], jnp.float32) for f in HYPER_FIELDS))
 
 
-# vmap rounds reductions the same for 2 and 3 members, differently from 4 on (XLA's CPU
-# vectoriser then runs along the pack axis); so a pack runs as blocks of PACK_WIDTH members
-# vmapped, the blocks one after another (lax.map). Every block is then the same computation,
-# and a run's episodes are bitwise the same in any pack (tests/test_algos_pack.py).
-PACK_WIDTH = 2
+# A pack runs its members one after another inside one program (lax.map), not under vmap:
+# vmap turns every lax.cond of the tasks (the contact solve only when in contact, respawns
+# only where needed) into a select that computes both branches, which made a vmapped block of
+# 2 goal runs 18x slower per env step on the CPU (benchmarks/pack_throughput.py). lax.map
+# keeps each member's computation the single-run one, so its episodes are bitwise the same
+# alone and in any pack. PACK_WIDTH > 1 vmaps blocks of that many members instead (reductions
+# then round differently from 4 members on: keep it at 2 or 3 for pack-invariant results).
+PACK_WIDTH = 1
 
 
 def _blocked(fn, width: int):
-    """fn vmapped over blocks of `width` along the leading axis, the blocks in sequence;
-    `scalar`, when given, is passed unbatched as fn's last argument."""
+    """fn over the leading (pack) axis: vmapped in blocks of `width`, the blocks in sequence
+    (lax.map); width 1 maps the plain single-run function. `scalar`, when given, is passed
+    unbatched as fn's last argument."""
     import jax
 
     def run(*args, scalar=None):
+        one = fn if scalar is None else (lambda *a: fn(*a, scalar))
+        if width == 1:
+            return jax.lax.map(lambda member: one(*member), args)
         P = jax.tree_util.tree_leaves(args)[0].shape[0]
         blocks = jax.tree_util.tree_map(lambda x: x.reshape(P // width, width, *x.shape[1:]), args)
-        inner = jax.vmap(fn if scalar is None else (lambda *a: fn(*a, scalar)))
-        out = jax.lax.map(lambda block: inner(*block), blocks)
+        out = jax.lax.map(lambda block: jax.vmap(one)(*block), blocks)
         return jax.tree_util.tree_map(lambda x: x.reshape(P, *x.shape[2:]), out)
 
     return run
