@@ -151,7 +151,7 @@ def test_sigterm_writes_a_checkpoint_and_exits_75(tmp_path):
                             env=dict(os.environ, PYTHONPATH=os.path.abspath(ROOT)))
     deadline = time.time() + 150
     for line in proc.stderr:  # wait for the first chunk's progress line
-        if "iterate" in line or time.time() > deadline:
+        if " | update " in line or time.time() > deadline:
             break
     proc.send_signal(signal.SIGTERM)
     proc.stderr.read()
