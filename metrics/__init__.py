@@ -7,7 +7,8 @@ Stages (each also a ``python -m metrics`` subcommand; docs/metrics.md lists ever
 2. :func:`aggregate` a Summary -> :class:`Aggregate` (:func:`write_aggregate`, :func:`read_aggregate`);
 3. :func:`assign_tiers` an Aggregate and thresholds -> tiers and conditions tables (:func:`tiers` on disk);
 
-:func:`evaluate` runs all three. Building blocks: :func:`iqm`, :func:`tier_of`, :func:`load_thresholds`.
+:func:`evaluate` runs all three; :func:`plan_seeds` plans seed counts from the runs at hand
+(``python -m metrics plan-seeds``). Building blocks: :func:`iqm`, :func:`tier_of`, :func:`load_thresholds`.
 """
 
 import importlib
@@ -23,6 +24,7 @@ _HOMES = {
     "episodes": ("read_episodes",),
     "evaluate": ("evaluate",),
     "grid": ("KAPPA",),
+    "seeds": ("SeedPlan", "load_runs", "plan_seeds", "write_plan"),
     "schema": ("METRICS", "PHASES", "EpisodeTableError", "MetricsWarning", "ThresholdError"),
     "summary": ("Summary", "concat_summaries", "read_summaries", "read_summary", "summarise", "write_summary"),
     "thresholds": ("PAPER_THRESHOLDS", "TIER_NAMES", "load_thresholds", "tier_of", "validate_thresholds"),
@@ -64,6 +66,7 @@ __all__ = [
     "MetricsWarning",
     "PAPER_THRESHOLDS",
     "PHASES",
+    "SeedPlan",
     "Summary",
     "TIER_NAMES",
     "ThresholdError",
@@ -72,8 +75,10 @@ __all__ = [
     "concat_summaries",
     "evaluate",
     "iqm",
+    "load_runs",
     "load_thresholds",
     "percentile_ci",
+    "plan_seeds",
     "read_aggregate",
     "read_episodes",
     "read_summaries",
@@ -84,5 +89,6 @@ __all__ = [
     "tiers",
     "validate_thresholds",
     "write_aggregate",
+    "write_plan",
     "write_summary",
 ]

@@ -1,4 +1,4 @@
-"""Command line: ``python -m metrics {summarise,aggregate,tiers,evaluate} ...`` (docs/metrics.md)."""
+"""Command line: ``python -m metrics {summarise,aggregate,tiers,evaluate,plan-seeds} ...`` (docs/metrics.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sys
 import warnings
 
 from .aggregate import DEFAULT_REPS, ESTIMATORS
-from .schema import EpisodeTableError, MetricsWarning, ThresholdError
+from .schema import PHASES, EpisodeTableError, MetricsWarning, ThresholdError
+from .seeds import DEFAULT_K_MAX, DEFAULT_TARGET, FIGURE_FILE
 
 
 def _summarise(args):
@@ -34,6 +35,17 @@ def _evaluate(args):
     from .evaluate import evaluate
 
     evaluate(args.episodes, args.out, args.reps, args.seed, args.thresholds, args.estimator, jobs=args.jobs)
+
+
+def _plan_seeds(args):
+    from .seeds import load_runs, needed_markdown, plan_seeds, write_plan
+    from .thresholds import load_thresholds
+
+    thresholds = load_thresholds(args.thresholds)  # a bad file fails before any reading
+    plan = plan_seeds(load_runs(args.inputs, jobs=args.jobs), k_max=args.k_max, target=args.target,
+                      thresholds=thresholds, phases=args.phase, reps=args.reps, seed=args.seed)
+    write_plan(plan, args.out, figure=not args.no_figure)
+    print(needed_markdown(plan), end="")
 
 
 def _bootstrap_options(p):
@@ -76,6 +88,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, help="processes reading episode files (default 1)")
     _bootstrap_options(p)
     p.set_defaults(func=_evaluate)
+
+    p = sub.add_parser("plan-seeds", help="seed planning: P(tier) and CI widths against seeds per stratum K; seeds needed")
+    p.add_argument("inputs", nargs="+", help="episode tables (.parquet, .csv), summary files or stage-2 folders")
+    p.add_argument("--out", required=True, help="folder to write into")
+    p.add_argument("--k-max", type=int, default=DEFAULT_K_MAX, help=f"plan K = 2 .. K_MAX seeds per (task, bound) (default {DEFAULT_K_MAX})")
+    p.add_argument("--target", type=float, default=DEFAULT_TARGET,
+                   help=f"P(tier) to reach: seeds needed per algorithm and phase (default {DEFAULT_TARGET})")
+    p.add_argument("--phase", action="append", choices=PHASES, default=None, help="plan this phase only (repeatable; default all)")
+    p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: the paper's Table 1)")
+    p.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"bootstrap replicates B (default {DEFAULT_REPS})")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0; the same as stage 2's gives its P(tier))")
+    p.add_argument("--jobs", type=int, default=1, help="processes reading episode files (default 1)")
+    p.add_argument("--no-figure", action="store_true", help=f"write the tables only, not {FIGURE_FILE}")
+    p.set_defaults(func=_plan_seeds)
     return parser
 
 
@@ -91,12 +117,23 @@ def _check_out(args) -> str | None:
     return None
 
 
+def _check_plan(args) -> str | None:
+    """Why plan-seeds' settings cannot be planned with, or None."""
+    if args.command != "plan-seeds":
+        return None
+    if args.k_max < 2:
+        return f"--k-max must be >= 2 (got {args.k_max}): one seed per stratum has no spread to plan with"
+    if not 0 < args.target <= 1:
+        return f"--target must be a probability in (0, 1] (got {args.target:g})"
+    return None
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "reps", 1) < 1 or getattr(args, "seed", 0) < 0:
         print("error: --reps must be >= 1 and --seed >= 0", file=sys.stderr)
         return 2
-    problem = _check_out(args)
+    problem = _check_out(args) or _check_plan(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
