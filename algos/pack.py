@@ -54,10 +54,16 @@ class HostLog:
 
 
 class Progress:
-    """A member's place in training: its host log, train time, restarts, kept checkpoint slot."""
+    """A member's place in training: its host log, train time, restarts, kept checkpoint slot,
+    and every code version that has trained it so far (a resume may cross a code change)."""
 
-    def __init__(self, host: HostLog, train_s: float = 0.0, restarts: int = 0, keep: str | None = None):
+    def __init__(self, host: HostLog, train_s: float = 0.0, restarts: int = 0, keep: str | None = None,
+                 code_versions: tuple = ()):
+        from algos.runfolder import code_version
+
         self.host, self.train_s, self.restarts, self.keep = host, train_s, restarts, keep
+        now = code_version()
+        self.code_versions = [*code_versions] + ([now] if now not in code_versions else [])
         self.failed: str | None = None
 
 
@@ -131,7 +137,12 @@ def _start(members, compiled, say) -> tuple[object, list[Progress]]:
             f"(checkpoint generation {meta['generation']})")
         states.append(jax.device_put(state))
         progress.append(Progress(HostLog(m.config.num_envs, len(METRIC_NAMES), {k: arrays[k] for k in HOST_FIELDS}),
-                                 float(meta["train_s"]), int(meta["restarts"]) + 1, meta["arrays"]))
+                                 float(meta["train_s"]), int(meta["restarts"]) + 1, meta["arrays"],
+                                 tuple(meta.get("code_versions") or ["unknown (checkpoint predates the record)"])))
+        if len(progress[-1].code_versions) > 1:
+            say(f"[{name}] warning: resumed under changed code: it was trained by code "
+                f"{', '.join(progress[-1].code_versions[:-1])}, now {progress[-1].code_versions[-1]}; run.json "
+                "records every version and `workflow.status --outdated` lists the run")
     return _stack(states + states[-1:] * (len(configs) - len(states))), progress
 
 
@@ -145,7 +156,8 @@ def _save(m: Member, p: Progress, state) -> None:
     from algos import checkpoint
     from algos.runfolder import CHECKPOINT_DIR
 
-    meta = {"config": checkpoint.identity_of(m.config), "train_s": p.train_s, "restarts": p.restarts}
+    meta = {"config": checkpoint.identity_of(m.config), "train_s": p.train_s, "restarts": p.restarts,
+            "code_versions": p.code_versions}
     p.keep = checkpoint.save(os.path.join(m.out, CHECKPOINT_DIR), state, p.host.arrays(), meta, keep=p.keep)["arrays"]
 
 
@@ -279,14 +291,15 @@ def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_siz
         "mean_cost": arrays["cost"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
     }
     episodes, trace = runfolder.episodes_table(blocks), runfolder.trace_table(trace)
-    runfolder.write_parquet(os.path.join(m.out, runfolder.EPISODES), episodes)
-    runfolder.write_parquet(os.path.join(m.out, runfolder.TRACE), trace)
+    files = {}
+    for name, table in ((runfolder.EPISODES, episodes), (runfolder.TRACE, trace)):
+        runfolder.write_parquet(os.path.join(m.out, name), table)
+        files[name] = runfolder.file_record(os.path.join(m.out, name), table.num_rows)
     env_steps = config.num_updates * config.steps_per_update
     device = jax.devices()[0]
     runfolder.write_json(os.path.join(m.out, runfolder.RUN_JSON), {
         "config": config.to_dict(), "preset": m.preset, "complete": True,
-        "rows": {runfolder.EPISODES: episodes.num_rows, runfolder.TRACE: trace.num_rows},
-        "code_version": runfolder.code_version(),
+        "files": files, "code_version": p.code_versions[-1], "code_versions": p.code_versions,
         "env_steps": env_steps, "iterates": J, "updates": config.num_updates,
         # the pack's wall times: its members trained together, so a run's share is 1 / pack_size
         "pack_size": pack_size, "train_wall_s": p.train_s, **timing, "restarts": p.restarts,

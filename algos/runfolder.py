@@ -9,12 +9,12 @@ A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` holds
 - `episodes.parquet`, `trace.parquet`: written by the trainer, each atomically;
 - `spec.json`: the run spec, what to train (trainer preset name and the resolved config),
   written by the workflow before the run is trained (`write_spec`) and read by the trainer;
-- `run.json`: written last; it records the run's config, the row counts of the two tables
-  and the code version, so "complete" means every file is present *and* agrees with it
-  (`incomplete_reason`);
+- `run.json`: written last; it records the run's config, the rows, size and sha256 of the
+  two tables, and every code version that trained the run, so "complete" means every file
+  is present *and* agrees with it (`incomplete_reason`);
 - `summary.parquet`: stage 1 of the metrics (the workflow's summarise rule);
 - `checkpoint/`: while a run is interrupted (algos.checkpoint);
-- `job.json`: the job marker and lock: who runs (or last ran) this folder (workflow.runlock);
+- `job.json`: the job marker and lock: who runs (or last ran) this folder (algos.runlock);
 - `failure.json`: why the last attempt failed, when it failed for good (not a time limit).
 """
 from __future__ import annotations
@@ -152,12 +152,48 @@ def read_run_json(folder: str | os.PathLike) -> dict | None:
     return read_json(Path(folder) / RUN_JSON)
 
 
-def incomplete_reason(folder: str | os.PathLike) -> str | None:
+def file_record(path: str | os.PathLike, rows: int) -> dict:
+    """What run.json records of a table it vouches for: rows, size, sha256 of the bytes, and
+    the mtime (ns) they were hashed at, so a later check rehashes only a file that changed."""
+    st = os.stat(path)
+    return {"rows": int(rows), "bytes": st.st_size, "sha256": _sha256(path), "mtime_ns": st.st_mtime_ns}
+
+
+def _sha256(path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _table_problem(path: Path, record: dict | None, rows: int | None, verify: bool) -> str | None:
+    """What is wrong with one table against run.json's record of it, or None."""
+    name = path.name
+    if not path.exists():
+        return f"{name} missing"
+    st = path.stat()
+    if record is not None and st.st_size != record.get("bytes"):
+        return f"{name} is {st.st_size} bytes, {RUN_JSON} recorded {record.get('bytes')}"
+    try:
+        n = pq.read_metadata(path).num_rows
+    except (OSError, pa.ArrowException) as err:
+        return f"{name} unreadable ({type(err).__name__})"
+    want = record.get("rows") if record is not None else rows
+    if want is not None and want != n:
+        return f"{name} has {n} rows, {RUN_JSON} recorded {want}"
+    if record is not None and (verify or st.st_mtime_ns != record.get("mtime_ns")):
+        if _sha256(path) != record.get("sha256"):
+            return f"{name} is damaged (its sha256 differs from the one {RUN_JSON} recorded)"
+    return None
+
+
+def incomplete_reason(folder: str | os.PathLike, verify: bool = False) -> str | None:
     """None when the run folder is complete, else what is wrong with it.
 
-    Complete: run.json says `complete`, and each table it lists is present, readable and has
-    the row count run.json recorded (run.json of older versions lists none: then the tables
-    only need to be present and readable).
+    Complete: run.json says `complete`, and each table it vouches for is present, readable,
+    and has the size, row count and sha256 that run.json recorded. The hash is checked when
+    the file's mtime is not the one recorded (any rewrite, bit flip or truncation moves it),
+    or always with `verify` (the summarise step, `workflow.status --verify`); so planning a
+    sweep reads only the footers of unchanged files. run.json of older versions records row
+    counts only: then the tables need to be readable with those counts.
     """
     folder = Path(folder)
     if not (folder / RUN_JSON).exists():
@@ -165,17 +201,11 @@ def incomplete_reason(folder: str | os.PathLike) -> str | None:
     meta = read_run_json(folder)
     if meta is None or meta.get("complete") is not True:
         return f"{RUN_JSON} unreadable or not marked complete"
-    rows = meta.get("rows", {})
+    files, rows = meta.get("files") or {}, meta.get("rows") or {}
     for name in (EPISODES, TRACE):
-        path = folder / name
-        if not path.exists():
-            return f"{name} missing"
-        try:
-            n = pq.read_metadata(path).num_rows
-        except (OSError, pa.ArrowException) as err:
-            return f"{name} unreadable ({type(err).__name__})"
-        if name in rows and rows[name] != n:
-            return f"{name} has {n} rows, {RUN_JSON} recorded {rows[name]}"
+        problem = _table_problem(folder / name, files.get(name), rows.get(name), verify)
+        if problem is not None:
+            return problem
     return None
 
 

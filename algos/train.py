@@ -18,16 +18,27 @@ is then 1, after the other members finished. Progress goes to stderr. See docs/a
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import platform
 import signal
 import sys
 import time
 
+from algos import runlock
 from algos.config import ALGOS, BUDGET_FIELDS, PRESETS  # no JAX: XLA_FLAGS can still be set in main
 from algos.programs import compile_programs, enable_compilation_cache  # noqa: F401 (re-exported)
 
 EXIT_TEMPFAIL = 75  # EX_TEMPFAIL: interrupted, checkpoint written, restart to continue
+# I/O errors a retry may not meet again (space freed, quota raised, a storage hiccup)
+TRANSIENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EAGAIN, errno.ESTALE}
+
+
+def is_transient(err: OSError) -> bool:
+    """An OSError of TRANSIENT_ERRNOS (pyarrow's I/O errors carry no errno: read their text)."""
+    if err.errno is not None:
+        return err.errno in TRANSIENT_ERRNOS
+    return any(os.strerror(code) in str(err) for code in TRANSIENT_ERRNOS)
 
 
 class _StopFlag:
@@ -72,11 +83,37 @@ def run_pack(members, *, env=None, stop_after_chunks: int | None = None, quiet: 
     `stop_at` (a time.time() value): checkpoint and exit 75 as soon as another chunk might
     not finish before it (the job's time limit minus a margin, see workflow.train_job).
     """
-    from algos.pack import train_pack
-
     say = (lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+    owned, refused = _lock(members, say)
+    try:
+        return _train_owned(owned, refused, env, say, stop_after_chunks, stop_at)
+    finally:
+        for m in owned:
+            runlock.release(m.out)
+
+
+def _lock(members, say) -> tuple[list, list]:
+    """(members whose folder lock this process holds, members left out: another live job
+    trains their folder). Temporary files of interrupted writes in owned folders are removed."""
+    from metrics.atomic import remove_leftovers
+
+    owned, refused = [], []
     for m in members:
         os.makedirs(m.out, exist_ok=True)
+        try:
+            runlock.acquire(m.out, wait_s=0)
+        except runlock.RunFolderLocked as err:
+            say(f"algos.train: {err}")
+            refused.append(m)
+            continue
+        owned.append(m)
+        remove_leftovers(m.out)
+    return owned, refused
+
+
+def _train_owned(members, refused, env, say, stop_after_chunks, stop_at) -> int:
+    from algos.pack import train_pack
+
     todo, failures = _to_train(members, say)
     why = None
     if todo:
@@ -95,7 +132,7 @@ def run_pack(members, *, env=None, stop_after_chunks: int | None = None, quiet: 
             say(f"algos.train: {failures[m.out]}")
         elif why is None:
             clear_failure(m.out)
-    if failures:
+    if failures or refused:
         return 1
     if why is not None:
         say(f"[algos.train] {why}: checkpoints written, exiting {EXIT_TEMPFAIL}")
@@ -213,6 +250,15 @@ def main(argv=None) -> int:
         return 1
     except MemoryError:
         raise  # a retry with more memory may pass: not recorded
+    except OSError as err:
+        if not is_transient(err):
+            for m in members:
+                record_failure(m.out, f"{type(err).__name__}: {err}")
+            raise
+        # disk full, quota, an I/O error: the next attempt may find space; not recorded as final
+        print(f"algos.train: {err}: a transient I/O error, not recorded as a failure; a retry resumes "
+              f"from the last checkpoint", file=sys.stderr)
+        return EXIT_TEMPFAIL
     except Exception as err:
         for m in members:
             record_failure(m.out, f"{type(err).__name__}: {err}")

@@ -56,8 +56,10 @@ def _warn(message, collected):
 
 
 def check_strata(runs: pd.DataFrame) -> list:
-    """Warnings (also issued as MetricsWarning) for the two documented rules:
+    """Warnings (also issued as MetricsWarning) for the documented rules:
 
+    - a run without episodes of some phase (training, or a final phase) is left out of that
+      phase's results;
     - an algorithm missing from a (task, bound) stratum that other algorithms have in that phase:
       its IQM is over the strata it has;
     - a stratum with one seed: kept; its seed mean is that seed's value, its sample std is NaN
@@ -77,13 +79,15 @@ def check_strata(runs: pd.DataFrame) -> list:
                     messages,
                 )
     for (task, bound, algo, seed), rows in runs.groupby(list(RUN_KEYS), sort=True):
-        if "train" in set(rows["phase"]):
-            for phase in sorted(set(FINAL_PHASES) - set(rows["phase"])):
-                _warn(
-                    f"{rows['source'].iloc[0]}: run task={task}, bound={bound:g}, algo={algo}, seed={seed} has "
-                    f"training episodes but no {phase} episodes; it is left out of the {phase} results",
-                    messages,
-                )
+        phases = set(rows["phase"])
+        run = f"{rows['source'].iloc[0]}: run task={task}, bound={bound:g}, algo={algo}, seed={seed}"
+        if "train" in phases:
+            for phase in sorted(set(FINAL_PHASES) - phases):
+                _warn(f"{run} has training episodes but no {phase} episodes; it is left out of the {phase} results",
+                      messages)
+        else:
+            _warn(f"{run} has {', '.join(sorted(phases))} episodes but no training episodes; it is left out of "
+                  "the train results", messages)
     for (task, bound, algo, phase), rows in runs.groupby(list(CONDITION_KEYS), sort=True):
         if len(rows) == 1:
             row = rows.iloc[0]

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import socket
 import tempfile
+import time
 
 
 @contextlib.contextmanager
@@ -19,7 +22,8 @@ def atomic_path(path):
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    remove_leftovers(folder, f".{os.path.basename(path)}.")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.{_writer()}.", suffix=".tmp")
     os.close(fd)
     try:
         yield tmp
@@ -57,7 +61,8 @@ def staged_directory(out_dir):
     out_dir = os.fspath(out_dir)
     created = not os.path.exists(out_dir)
     os.makedirs(out_dir, exist_ok=True)
-    stage = tempfile.mkdtemp(dir=out_dir, prefix=".staging-")
+    remove_leftovers(out_dir, ".staging-")
+    stage = tempfile.mkdtemp(dir=out_dir, prefix=f".staging-{_writer()}.")
     try:
         yield stage
         for name in sorted(os.listdir(stage)):
@@ -68,3 +73,54 @@ def staged_directory(out_dir):
             shutil.rmtree(out_dir, ignore_errors=True)
         raise
     shutil.rmtree(stage, ignore_errors=True)
+
+
+# ---- leftovers of interrupted writes -----------------------------------------------------
+# Temporary names carry their writer, "<pid>@<host>", so the next write of the same output
+# can delete what a killed writer left, and never a live writer's file.
+_TAG = re.compile(r"[0-9]+@[^.@/]+")
+FOREIGN_HOST_AGE_S = 24 * 3600  # another host's writer cannot be checked: only this old is taken as dead
+
+
+def _host() -> str:
+    return socket.gethostname().replace(".", "_")  # no dots: names are split at them
+
+
+def _writer() -> str:
+    return f"{os.getpid()}@{_host()}"
+
+
+def _writer_alive(tag: str) -> bool | None:
+    pid, _, host = tag.partition("@")
+    if host != _host():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def remove_leftovers(folder, prefix: str = ".") -> list[str]:
+    """Delete the temporary files and staging folders under ``folder`` whose names start with
+    ``prefix`` and whose writer has ended (on another host: when older than a day); returns
+    their names. Untagged names of older versions are taken when older than a day too."""
+    removed = []
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(prefix)
+                   and (e.name.endswith(".tmp") or e.name.startswith(".staging-"))]
+    except OSError:
+        return removed
+    for entry in entries:
+        tags = [part for part in entry.name.replace(".staging-", ".", 1).split(".") if _TAG.fullmatch(part)]
+        alive = _writer_alive(tags[-1]) if tags else None
+        try:
+            old = time.time() - entry.stat(follow_symlinks=False).st_mtime > FOREIGN_HOST_AGE_S
+            if alive is False or (alive is None and old):
+                shutil.rmtree(entry.path) if entry.is_dir(follow_symlinks=False) else os.remove(entry.path)
+                removed.append(entry.name)
+        except OSError:
+            pass
+    return removed

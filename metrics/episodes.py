@@ -4,11 +4,16 @@ The tables can be large (a paper-size run holds ~250k episodes), so columns are 
 numpy arrays and string columns as dictionary codes; pandas is used only for the small
 user-facing :func:`read_episodes` result. Every error names the file and the offending rows
 (0-based data rows: row 0 is the first row after a CSV header, i.e. CSV line 2).
+
+A folder given in place of a file is a recorder's folder (``recorders.writer``: one run's
+``train-*.parquet`` parts and ``final.parquet``), or a folder with recorder folders below it;
+:func:`expand_episode_paths` turns it into the episode files it holds.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +34,73 @@ from .schema import (
 )
 
 _MAX_ROWS_SHOWN = 10
+
+# ---- recorder folders (recorders.writer writes them; the engine reads them) ----------------
+RECORDER_MARKER = "recorder.json"  # the run identity of a recorder folder
+FINAL_FILE = "final.parquet"
+TRAIN_PART = re.compile(r"^train-(\d+)-(\d+)\.parquet$")  # training iterates FIRST..LAST
+TRAIN_SEGMENT_V1 = re.compile(r"^train-(\d+)\.parquet$")  # the first writer's numbered segments
+
+
+def train_parts(names) -> tuple[list, list]:
+    """(current, covered) ``(first, last, name)`` of a folder's ``train-FIRST-LAST.parquet`` files.
+
+    A file whose iterate range lies inside another's is covered: the writer merged it into
+    that one and was stopped before it deleted it. Readers skip covered files (they would
+    duplicate rows); the writer deletes them when it resumes.
+    """
+    parts = sorted(((int(m.group(1)), int(m.group(2)), n) for n in names for m in [TRAIN_PART.match(n)] if m),
+                   key=lambda p: (p[0], -p[1]))
+    current, covered, end = [], [], -1
+    for part in parts:
+        if part[1] <= end:
+            covered.append(part)
+        else:
+            current.append(part)
+            end = max(end, part[1])
+    return current, covered
+
+
+def is_recorder_folder(folder) -> bool:
+    names = os.listdir(folder)
+    return RECORDER_MARKER in names or FINAL_FILE in names or any(
+        TRAIN_PART.match(n) or TRAIN_SEGMENT_V1.match(n) for n in names)
+
+
+def recorder_files(folder) -> list:
+    """The episode files of one recorder folder, training iterates in order, then final.parquet."""
+    folder = os.fspath(folder)
+    names = os.listdir(folder)
+    old = sorted(n for n in names if TRAIN_SEGMENT_V1.match(n))
+    current, _ = train_parts(names)
+    files = old + [name for _, _, name in current] + ([FINAL_FILE] if FINAL_FILE in names else [])
+    return [os.path.join(folder, n) for n in files]
+
+
+def expand_episode_paths(paths) -> list:
+    """Episode files as given; each folder replaced by the files of the recorder folder it is,
+    or of every recorder folder below it (in sorted order)."""
+    out = []
+    for path in paths:
+        path = os.fspath(path)
+        if not os.path.isdir(path):
+            out.append(path)
+            continue
+        if is_recorder_folder(path):
+            found = [path]
+        else:
+            found = []
+            for root, dirs, _ in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                found += [os.path.join(root, d) for d in dirs if is_recorder_folder(os.path.join(root, d))]
+        files = [f for folder in found for f in recorder_files(folder)]
+        if not files:
+            raise EpisodeTableError(
+                f"{path}: a folder with no episode files of a recorder (recorders.EpisodeWriter: {RECORDER_MARKER}, "
+                f"train-*.parquet, {FINAL_FILE}) in it or below; give a recorder's folder or episode files "
+                f"(.parquet, .csv, .tsv)")
+        out += files
+    return out
 
 
 def describe_rows(rows) -> str:
@@ -87,6 +159,9 @@ class EpisodeArrays:
 def _read_arrow(path) -> pa.Table:
     if not os.path.exists(path):
         raise EpisodeTableError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise EpisodeTableError(f"{path}: a folder; read it with read_episodes or python -m metrics, "
+                                f"which take a recorder's folder (or give its episode files)")
     lower = str(path).lower()
     try:
         if lower.endswith((".parquet", ".pq")):
@@ -145,11 +220,19 @@ def _numbers(col: pa.ChunkedArray, name, path, missing_as_nan=False) -> np.ndarr
 
 def _integers(col, name, path) -> np.ndarray:
     values = _numbers(col, name, path)
-    if values.dtype.kind in "iu":
+    if values.dtype.kind == "i":
         return values.astype(np.int64, copy=False)
-    bad = ~np.isfinite(values) | (values != np.round(values))
+    if values.dtype.kind == "u":
+        bad = values > np.iinfo(np.int64).max
+    else:
+        bad = ~np.isfinite(values) | (values != np.round(values))
+        if bad.any():
+            _fail(path, f"column {name} must hold integers, not {float(values[bad][0])!r}", np.flatnonzero(bad))
+        # float64 holds 2**63 exactly; int64's range ends just below it
+        bad = (values < -2.0**63) | (values >= 2.0**63)
     if bad.any():
-        _fail(path, f"column {name} must hold integers", np.flatnonzero(bad))
+        _fail(path, f"column {name} must hold 64-bit integers; {values[bad][0].item()!r} is outside -2**63 .. 2**63-1",
+              np.flatnonzero(bad))
     return values.astype(np.int64)
 
 
@@ -190,8 +273,8 @@ def _merge_strings(parts):
 
 
 def load_episode_arrays(paths) -> EpisodeArrays:
-    """Read and validate one or more episode files into one unsorted :class:`EpisodeArrays`."""
-    paths = [os.fspath(p) for p in paths]
+    """Read and validate one or more episode files (or recorder folders) into one unsorted :class:`EpisodeArrays`."""
+    paths = expand_episode_paths(paths)
     if not paths:
         raise EpisodeTableError("no episode files given")
     files = [_validate_file(path, _read_arrow(path)) for path in paths]
@@ -290,7 +373,7 @@ def sort_and_check(ep: EpisodeArrays) -> EpisodeArrays:
 
 
 def read_episodes(paths) -> pd.DataFrame:
-    """Validated episode table of one or more files as a DataFrame in canonical key order.
+    """Validated episode table of one or more files (or recorder folders) as a DataFrame in canonical key order.
 
     Columns: task, bound, algo, seed, phase, iteration, episode, return, cost, source, row.
     Raises EpisodeTableError naming the file and rows on bad input.

@@ -69,7 +69,9 @@ def load_thresholds(path=None) -> dict:
         except ImportError as err:
             raise ThresholdError(f"{path}: not JSON, and reading YAML needs pyyaml") from err
         try:
-            raw = yaml.safe_load(text)
+            from metrics import strict_yaml
+
+            raw = strict_yaml.load(text)
         except yaml.YAMLError as err:
             raise ThresholdError(f"{path}: not valid YAML or JSON: {err}") from err
     return validate_thresholds(raw, path)

@@ -33,6 +33,7 @@ def complete_run(folder, task="circle", bound=25.0, algo="ppo", seed=0, code_ver
     runfolder.write_parquet(folder / runfolder.TRACE, trace)
     runfolder.write_json(folder / runfolder.RUN_JSON, {
         "complete": True, "config": tiny_config(task, bound, algo, seed) if config is None else config,
-        "rows": {runfolder.EPISODES: episodes.num_rows, runfolder.TRACE: trace.num_rows},
+        "files": {runfolder.EPISODES: runfolder.file_record(folder / runfolder.EPISODES, episodes.num_rows),
+                  runfolder.TRACE: runfolder.file_record(folder / runfolder.TRACE, trace.num_rows)},
         "code_version": runfolder.code_version() if code_version is None else code_version})
     return folder

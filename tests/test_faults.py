@@ -28,7 +28,8 @@ from algos.config import IDENTITY_FIELDS, config_from_dict, make_config
 from fake_runs import complete_run
 from metrics import cli as metrics_cli
 from workflow import config_validation as cv
-from workflow import launch, plan, runlock, status, train_job
+from algos import runlock
+from workflow import launch, plan, status, train_job
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -82,10 +83,11 @@ def test_run_json_alone_is_not_a_complete_run(tmp_path):
     assert runfolder.incomplete_reason(run) == "episodes.parquet missing"
     run = complete_run(tmp_path / "other")
     meta = json.loads((run / runfolder.RUN_JSON).read_text())
-    meta["rows"][runfolder.TRACE] += 1  # a trace from another write
+    meta["files"][runfolder.TRACE]["rows"] += 1  # a trace from another write
     (run / runfolder.RUN_JSON).write_text(json.dumps(meta))
     assert "trace.parquet has 2 rows, run.json recorded 3" == runfolder.incomplete_reason(run)
-    (run / runfolder.TRACE).write_bytes(b"\0" * 100)  # zeroed
+    size = (run / runfolder.TRACE).stat().st_size
+    (run / runfolder.TRACE).write_bytes(b"\0" * size)  # zeroed, same size
     assert runfolder.incomplete_reason(run).startswith("trace.parquet unreadable")
 
 
@@ -477,9 +479,9 @@ def _episodes(out: Path) -> pd.DataFrame:
 @pytest.mark.slow
 def test_run_json_records_rows_and_the_code_version(reference):
     meta = json.loads((reference / runfolder.RUN_JSON).read_text())
-    assert meta["code_version"] == runfolder.code_version()
-    assert meta["rows"] == {runfolder.EPISODES: len(_episodes(reference)),
-                            runfolder.TRACE: len(pd.read_parquet(reference / runfolder.TRACE))}
+    assert meta["code_version"] == runfolder.code_version() and meta["code_versions"] == [meta["code_version"]]
+    assert {name: f["rows"] for name, f in meta["files"].items()} == {
+        runfolder.EPISODES: len(_episodes(reference)), runfolder.TRACE: len(pd.read_parquet(reference / runfolder.TRACE))}
     assert runfolder.incomplete_reason(reference) is None
 
 
@@ -519,7 +521,7 @@ def test_the_trainer_stops_with_one_line_when_no_checkpoint_is_usable(reference,
     assert proc.returncode == 1
     err = one_line_error(proc)
     assert f"{out / 'checkpoint'}: no usable checkpoint" in err and f"delete {out / 'checkpoint'}" in err
-    assert files_in(out) == {runfolder.CHECKPOINT_DIR, runfolder.FAILURE_RECORD}  # nothing half-written
+    assert files_in(out) == {runfolder.CHECKPOINT_DIR, runfolder.FAILURE_RECORD, runfolder.JOB_MARKER}  # nothing half-written
     assert "no usable checkpoint" in json.loads((out / runfolder.FAILURE_RECORD).read_text())["error"]
 
 
@@ -531,3 +533,23 @@ def test_the_trainer_stops_before_its_stop_time(reference, tmp_path, capfd):
     assert checkpoint.load_meta(str(out / runfolder.CHECKPOINT_DIR))["generation"] == 0
     assert train_cli(out) == 0
     pd.testing.assert_frame_equal(_episodes(out), _episodes(reference), check_exact=True)
+
+
+@pytest.mark.slow
+def test_a_resume_under_changed_code_is_recorded_and_listed_as_outdated(reference, tmp_path, capfd):
+    out = tmp_path / "results/runs/circle/d15/ppo/seed0"
+    assert train_cli(out, "--stop-after-chunks", "2") == 75
+    ckpt = out / runfolder.CHECKPOINT_DIR
+    for meta_file in ckpt.glob("*.json"):  # as if the first chunks were trained by other code
+        meta = json.loads(meta_file.read_text())
+        meta_file.write_text(json.dumps(dict(meta, code_versions=["0ld0ld0ld0ld0ld0"])))
+    capfd.readouterr()
+    assert train_cli(out) == 0
+    assert "resumed under changed code: it was trained by code 0ld0ld0ld0ld0ld0" in capfd.readouterr().err
+    meta = json.loads((out / runfolder.RUN_JSON).read_text())
+    assert meta["code_versions"] == ["0ld0ld0ld0ld0ld0", runfolder.code_version()]
+    pd.testing.assert_frame_equal(_episodes(out), _episodes(reference), check_exact=True)
+    done = status.run_status(tmp_path, "circle/d15/ppo/seed0", None, socket.gethostname(),
+                             code=runfolder.code_version())
+    assert done.state == "done" and status.outdated([done]) == [done]
+    assert "0ld0ld0ld0ld0ld0" in done.detail

@@ -120,7 +120,7 @@ def test_read_episodes_returns_sorted_validated_frame(tmp_path):
         (lambda df: df.assign(bound=[10.0, 0.0, -1.0, 10.0]), "bound must be finite and > 0"),
         (lambda df: df.assign(phase=["train", "eval", "train", "train"]), "unknown phase(s) 'eval'"),
         (lambda df: df.assign(episode=[0, 1, 1, 2]), "duplicate key"),
-        (lambda df: df.assign(seed=[0, 0.5, 0, 0]), "seed must hold integers (row 1;"),
+        (lambda df: df.assign(seed=[0, 0.5, 0, 0]), "seed must hold integers, not 0.5 (row 1;"),
     ],
 )
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])

@@ -33,6 +33,8 @@ from typing import Any, Mapping
 import jsonschema
 import yaml
 
+from metrics import strict_yaml
+
 REPO = Path(__file__).resolve().parent.parent
 PRESETS_DIR = REPO / "config" / "presets"
 BASE_CONFIG = REPO / "config" / "base.yaml"
@@ -50,10 +52,16 @@ def available_presets(presets_dir: Path = PRESETS_DIR) -> list[str]:
 
 def _load_yaml(path: Path) -> Any:
     try:
-        with open(path) as f:
-            return yaml.safe_load(f)
+        return strict_yaml.load_file(path)
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from None
+
+
+def check_config_files(paths) -> None:
+    """Read each config file strictly (Snakemake's own reading keeps the last of two equal
+    keys without a word); ConfigError naming the file, key and lines."""
+    for path in paths:
+        _load_yaml(Path(path))
 
 
 def deep_merge(base: Mapping, override: Mapping) -> dict:
@@ -127,7 +135,16 @@ def _in_schema_order(cfg: Mapping, node: Mapping) -> dict:
         return cfg
     ordered = {k: _in_schema_order(cfg[k], props[k]) for k in props if k in cfg}
     return {**ordered, **{k: v for k, v in cfg.items() if k not in props}}
+
+
 SEED_LIMIT = 2**31  # the trainer's seeds are int32 PRNG seeds
+MAX_RUNS = 100_000  # a grid past this is a typo (the paper's is 1440), not a plan to build
+# JSON Schema's "integer" admits 2.0; a count or seed written as a float is refused instead
+# (range(2.0) and the trainer's int32 seeds would fail later, far from the config).
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)))
 
 
 def check_thresholds(thresholds: Mapping[str, Mapping[str, float]]) -> None:
@@ -167,6 +184,11 @@ def check_grid_values(cfg: Mapping) -> None:
         if seed >= SEED_LIMIT:
             raise ConfigError(f"config key 'seeds[{i}]': {seed} must be < 2**31 = {SEED_LIMIT} (the trainer's "
                               f"seed range)")
+    n_seeds = seeds if isinstance(seeds, int) else len(seeds)
+    n_runs = len(cfg["tasks"]) * len(cfg["bounds"]) * len(cfg["algos"]) * n_seeds
+    if n_runs > MAX_RUNS:
+        raise ConfigError(f"config key 'seeds': {n_seeds:,} seeds give a grid of {n_runs:,} runs (tasks x bounds x "
+                          f"algos x seeds); more than {MAX_RUNS:,} is refused as a likely typo")
 
 
 def run_spec(cfg: Mapping, task: str, bound: float, algo: str, seed: int) -> dict:
@@ -226,7 +248,7 @@ def run_specs(cfg: Mapping) -> dict[str, dict]:
 
 def validate(cfg: Mapping) -> dict:
     """Check a merged config; returns it with `seeds` expanded to a list."""
-    validator = jsonschema.Draft202012Validator(schema())
+    validator = _Validator(schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         raise ConfigError(_schema_error_message(errors[0]))

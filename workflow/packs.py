@@ -24,9 +24,10 @@ class Pack(NamedTuple):
     pending: tuple  # run ids that need training
 
 
-def pending_reason(folder: str | os.PathLike, spec: dict) -> str | None:
-    """Why the run folder needs training for `spec`, or None when it holds that run complete."""
-    reason = runfolder.incomplete_reason(folder)
+def pending_reason(folder: str | os.PathLike, spec: dict, verify: bool = False) -> str | None:
+    """Why the run folder needs training for `spec`, or None when it holds that run complete
+    (a damaged table counts as incomplete: algos.runfolder.incomplete_reason)."""
+    reason = runfolder.incomplete_reason(folder, verify)
     if reason is not None:
         return reason
     differ = runfolder.config_difference((runfolder.read_run_json(folder) or {}).get("config"), spec["config"])
@@ -67,3 +68,16 @@ def mark_stale(cfg: dict, packs, root: str | os.PathLike = ".") -> dict:
                     os.utime(os.path.join(folder, runfolder.SPEC))
                 stale[run] = os.path.join(runfolder.RUNS_ROOT, run, runfolder.SPEC)
     return stale
+
+
+def verify_for_summary(folder: str | os.PathLike) -> None:
+    """Before a run is summarised: its tables hashed in full. A damaged run's run.json is
+    moved aside (run.json.damaged, kept as evidence), so the next run of the same command
+    plans it for training; raises ValueError naming the folder and the damage."""
+    reason = runfolder.incomplete_reason(folder, verify=True)
+    if reason is not None:
+        run_json = os.path.join(folder, runfolder.RUN_JSON)
+        if os.path.exists(run_json):
+            os.replace(run_json, run_json + ".damaged")
+        raise ValueError(f"{folder}: not summarised: {reason}; {runfolder.RUN_JSON} moved to "
+                         f"{runfolder.RUN_JSON}.damaged, so rerunning the same command retrains the run")

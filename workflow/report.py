@@ -95,8 +95,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("products", nargs="*")
     args = parser.parse_args(argv)
     from workflow.config_validation import DEFAULT_CONFIG, resolve
-    with open(args.config or DEFAULT_CONFIG) as f:
-        cfg = yaml.safe_load(f) or {}
+    from metrics import strict_yaml
+
+    cfg = strict_yaml.load_file(args.config or DEFAULT_CONFIG) or {}
     if args.config is None or "tasks" not in cfg:
         cfg = resolve(cfg)
     write_report(args.out, config=cfg, iqm=args.iqm, tiers=args.tiers,

@@ -1,13 +1,15 @@
 """Per-run state of the sweep: done, running, failed (with its log) or missing.
 
     python -m workflow.status [--config KEY=VALUE ...] [--configfile FILE] [--dir DIR] [--json]
-                              [--only done,running,failed,missing]
+                              [--only done,running,failed,missing] [--verify] [--outdated]
 
 It reads the same configuration as the Snakefile (config/config.yaml, the preset and the
 overrides) and looks at each run's folder under DIR/results/runs/:
-- done: the run folder is complete (algos.runfolder.incomplete_reason: every file present
-  and consistent with run.json); trained by older code when run.json's code version differs
-  from this checkout's (`--outdated` lists their run.json files: delete those to retrain the runs);
+- done: the run folder is a complete run of its spec (workflow.packs.pending_reason: every
+  file present, of the size, rows and sha256 run.json recorded, and the config the spec
+  asks for; `--verify` rehashes every table); trained by older code when any code version
+  that trained it (a resume may cross a code change) differs from this checkout's
+  (`--outdated` lists their run.json files: delete those to retrain the runs);
 - running: the job marker (DIR/.../job.json, the lock workflow.train_job takes) names a
   process that is alive on this host, or a SLURM job still in squeue;
 - failed: the job marker names a job that has ended, but the run is not complete (the log's
@@ -31,8 +33,9 @@ from typing import Iterable
 import yaml
 
 from algos import runfolder
+from metrics import strict_yaml
 from algos.runfolder import CHECKPOINT_DIR, JOB_MARKER, RUN_FILES
-from workflow import runlock
+from algos import runlock
 from workflow.config_validation import DEFAULT_CONFIG, ConfigError, deep_merge, parse_overrides, resolve
 
 STATES = ("done", "running", "failed", "missing")
@@ -87,18 +90,27 @@ def checkpoint_detail(cfg: dict | None, key: tuple, ckpt_dir: Path) -> str:
     return checkpoint.inspect(str(ckpt_dir), identity).detail
 
 
+def older_code(meta: dict, code: str) -> str:
+    """'' when every code version that trained the run is `code`, else which ones were not."""
+    versions = meta.get("code_versions") or [meta.get("code_version") or "no version recorded"]
+    other = [v for v in versions if v != code]
+    return f"trained by older code ({', '.join(other)}; now {code})" if other else ""
+
+
 def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, cfg: dict | None = None,
-               key: tuple | None = None, code: str | None = None) -> RunStatus:
+               key: tuple | None = None, code: str | None = None, verify: bool = False) -> RunStatus:
+    from workflow.packs import pending_reason
+
     run_dir = workdir / runfolder.RUNS_ROOT / run
     marker = runlock.read_marker(run_dir)
     log = workdir / marker["log"] if marker and marker.get("log") else None  # its pack's log
     log_text = str(log) if log is not None and log.exists() else None
-    reason = runfolder.incomplete_reason(run_dir)
+    spec = cfg["specs"][run] if cfg is not None else None
+    reason = (pending_reason(run_dir, spec, verify) if spec is not None
+              else runfolder.incomplete_reason(run_dir, verify))
     if reason is None:
-        recorded = (runfolder.read_run_json(run_dir) or {}).get("code_version")
-        outdated = code is not None and recorded != code
-        return RunStatus(run, "done", log_text,
-                         f"trained by older code ({recorded or 'no version recorded'}; now {code})" if outdated else "")
+        meta = runfolder.read_run_json(run_dir) or {}
+        return RunStatus(run, "done", log_text, older_code(meta, code) if code is not None else "")
     checkpoint = checkpoint_detail(cfg, key, run_dir / CHECKPOINT_DIR) if key is not None else ""
     if marker is not None and marker_alive(marker, slurm_jobs, host):
         return RunStatus(run, "running", log_text, runlock.describe(marker))
@@ -119,9 +131,11 @@ def _last_line(path: Path) -> str:
     return lines[-1][:160] if lines else ""
 
 
-def sweep_status(cfg: dict, workdir: Path, slurm_jobs: set[str] | None = None) -> list[RunStatus]:
+def sweep_status(cfg: dict, workdir: Path, slurm_jobs: set[str] | None = None, verify: bool = False
+                 ) -> list[RunStatus]:
     host, code = socket.gethostname(), runfolder.code_version()
-    return [run_status(workdir, runfolder.run_id(*key), slurm_jobs, host, cfg, key, code) for key in run_keys(cfg)]
+    return [run_status(workdir, runfolder.run_id(*key), slurm_jobs, host, cfg, key, code, verify)
+            for key in run_keys(cfg)]
 
 
 def outdated(statuses: Iterable[RunStatus]) -> list[RunStatus]:
@@ -149,14 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=".", help="the sweep's working directory (default: .)")
     parser.add_argument("--only", default=",".join(STATES), help="states to list, comma-separated")
     parser.add_argument("--json", action="store_true", help="one JSON object per run")
+    parser.add_argument("--verify", action="store_true",
+                        help="hash every table of every done run (planning rehashes only files that changed)")
     parser.add_argument("--outdated", action="store_true",
                         help="print only the run.json paths of runs trained by other code (delete them to retrain)")
     args = parser.parse_args(argv)
     try:
-        with open(args.configfile) as f:
-            user = yaml.safe_load(f) or {}
+        user = strict_yaml.load_file(args.configfile) or {}
         cfg = resolve(deep_merge(user, parse_overrides(args.config, "--config")))
-    except (ConfigError, OSError) as e:
+    except (ConfigError, OSError, yaml.YAMLError) as e:
         print(f"invalid configuration: {e}", file=sys.stderr)
         return 1
     only = {s.strip() for s in args.only.split(",")}
@@ -164,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"--only: unknown state(s) {sorted(unknown)}; choose from {list(STATES)}", file=sys.stderr)
         return 1
-    statuses = sweep_status(cfg, Path(args.dir), slurm_active_jobs())
+    statuses = sweep_status(cfg, Path(args.dir), slurm_active_jobs(), args.verify)
     if args.outdated:
         for s in outdated(statuses):
             print(Path(args.dir) / runfolder.RUNS_ROOT / s.run / runfolder.RUN_JSON)

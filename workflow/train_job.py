@@ -3,7 +3,7 @@
     python -m workflow.train_job [--attempt N] [--threads N] DIR1/spec.json DIR2/spec.json ...
 
 For each run folder it takes the folder's lock, DIR/job.json (host, pid, SLURM job id, log;
-workflow.runlock), which `python -m workflow.status` also reads: a folder whose earlier job
+algos.runlock), which `python -m workflow.status` also reads: a folder whose earlier job
 still runs is left out rather than trained twice at once. A retry (`--attempt` > 1) leaves
 out a run whose earlier attempt failed for a reason a retry would meet again (DIR/failure.json,
 written by the trainer on an error); retries after a time limit, preemption (exit 75), node
@@ -31,7 +31,7 @@ import time
 
 from algos.runfolder import FAILURE_RECORD, RUNS_ROOT
 from algos.train import record_failure
-from workflow import runlock
+from algos import runlock
 
 FAIL_RUNS_ENV = "SAFERL_FAIL_RUNS"
 LOCK_WAIT_ENV = "SAFERL_LOCK_WAIT_S"  # how long to wait for a live owner of the run folder (default 120)

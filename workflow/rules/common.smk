@@ -22,9 +22,10 @@ from algos.runfolder import RUN_FILES, bound_label
 from metrics.aggregate import META_FILE, OUTPUT_FILES
 from metrics.tiers import TIER_FILES as _TIER_FILE_NAMES
 from workflow import packs
-from workflow.config_validation import ConfigError, resolve
+from workflow.config_validation import ConfigError, check_config_files, resolve
 
 try:
+    check_config_files(workflow.configfiles)
     CFG = resolve(config)
 except ConfigError as e:
     raise WorkflowError(f"invalid configuration: {e}") from None

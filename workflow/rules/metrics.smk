@@ -26,6 +26,7 @@ for _pack in PACKS:
             from metrics.summary import summarise, write_summary
 
             for episodes, summary in zip(input.episodes, output):
+                packs.verify_for_summary(os.path.dirname(episodes))
                 write_summary(summarise(episodes), summary)
 
 

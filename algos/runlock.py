@@ -1,12 +1,14 @@
-"""One job per run folder: the job marker `job.json` is also the folder's lock.
+"""One trainer per run folder: the job marker `job.json` is also the folder's lock.
 
-`workflow.train_job` takes the lock before it starts the trainer: the marker names the job
-(host, pid and the process's start time, SLURM job id). The lock is held while that job
-lives; nothing removes the marker when the job ends (workflow.status reads it to tell a
-failed run from a missing one), so a marker whose job has ended is a stale lock, and the next
-job takes it over. A marker whose job still runs (a controller killed hard and relaunched
-while its old jobs go on) makes the new job wait a while and then refuse, naming the owner,
-instead of starting a second trainer in the same folder.
+The trainer (algos.train) takes the lock of every folder it trains; the sweep's job wrapper
+(workflow.train_job) takes it first, for the whole job, and the trainer it starts accepts
+its parent's lock as its own. The marker names the job (host, pid and the process's start
+time, SLURM job id, log). The lock is held while that process lives or until it marks the
+marker ended (`release`); the marker itself stays (workflow.status reads it to tell a
+failed run from a missing one), so a marker whose job has ended is a stale lock, and the
+next job takes it over. A marker whose job still runs (a controller killed hard and
+relaunched while its old jobs go on, a second trainer started by hand) makes the new job
+wait a while and then refuse, naming the owner, instead of training the folder twice at once.
 """
 from __future__ import annotations
 
@@ -79,6 +81,8 @@ def owner_alive(marker: dict, host: str | None = None, slurm_jobs: set[str] | No
     """Whether the job a marker names still runs: True, False, or None (cannot be checked
     here: another host without SLURM). `slurm_jobs`: active job ids, when already known."""
     host = host or socket.gethostname()
+    if marker.get("ended"):
+        return False
     job_id = marker.get("slurm_job_id")
     if job_id:
         if slurm_jobs is not None:
@@ -122,11 +126,18 @@ def _create(path: Path, marker: dict) -> bool:
     return True
 
 
+def held_by_parent(marker: dict | None) -> bool:
+    """Whether the marker is the lock of the process that started this one (the job wrapper)."""
+    return (marker is not None and not marker.get("ended") and marker.get("host") == socket.gethostname()
+            and marker.get("pid") == os.getppid() and marker.get("proc_start") == _proc_start(os.getppid()))
+
+
 def acquire(out_dir: str | os.PathLike, wait_s: float = 120.0, poll_s: float = 5.0) -> str:
     """Take the run folder's lock for this process; returns a line for the log.
 
     Raises RunFolderLocked when another live job holds it after `wait_s` seconds (a job
     COMPLETING after its time limit may still be writing its checkpoint, hence the wait).
+    The lock of the parent process (the job wrapper that started this trainer) counts as held.
     """
     path = Path(out_dir) / JOB_MARKER
     mine = this_job()
@@ -135,6 +146,8 @@ def acquire(out_dir: str | os.PathLike, wait_s: float = 120.0, poll_s: float = 5
         if _create(path, mine):
             return f"run folder lock taken ({describe(mine)})"
         owner = read_marker(out_dir)
+        if held_by_parent(owner):
+            return f"run folder lock held by the job that started this trainer ({describe(owner)})"
         same_job = owner is not None and (
             (owner.get("slurm_job_id") and owner.get("slurm_job_id") == mine["slurm_job_id"])
             or (owner.get("host") == mine["host"] and owner.get("pid") == mine["pid"]))
@@ -160,3 +173,13 @@ def acquire(out_dir: str | os.PathLike, wait_s: float = 120.0, poll_s: float = 5
                 f"{out_dir} is owned by {describe(owner)}, which {why}; not starting a second trainer in it. "
                 f"If that job is gone, delete {path} and rerun")
         time.sleep(poll_s)
+
+
+def release(out_dir: str | os.PathLike) -> None:
+    """Mark this process's lock of the folder as ended (the marker stays for workflow.status);
+    a marker of another process is left alone."""
+    marker = read_marker(out_dir)
+    if marker is not None and marker.get("pid") == os.getpid() and marker.get("host") == socket.gethostname():
+        from metrics.atomic import write_text
+
+        write_text(Path(out_dir) / JOB_MARKER, json.dumps(dict(marker, ended=time.time())) + "\n")
