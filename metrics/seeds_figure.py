@@ -1,13 +1,11 @@
 """The seed-planning figure: P(tier) and the CI widths of the tier metrics against K, per algorithm.
 
 matplotlib belongs to the sweep extra, not to the engine's base install, so it is imported
-only when a figure is drawn (``importlib``: nothing here runs on import) and its absence is a
+only when a figure is drawn (inside `_matplotlib`) and its absence is a
 :class:`MatplotlibMissing` the caller turns into a warning; the tables never need it.
 """
 
 from __future__ import annotations
-
-import importlib
 
 from .schema import PHASES
 
@@ -22,11 +20,11 @@ class MatplotlibMissing(ImportError):
 
 def _matplotlib():
     try:
-        figure = importlib.import_module("matplotlib.figure")
-        agg = importlib.import_module("matplotlib.backends.backend_agg")
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except ImportError as err:
         raise MatplotlibMissing(f"the seed-planning figure needs matplotlib ({err}; pip install 'saferl-eval[sweep]')") from None
-    return figure.Figure, agg.FigureCanvasAgg
+    return Figure, FigureCanvasAgg
 
 
 def plan_figure(plan):
