@@ -2,6 +2,7 @@
 
     python benchmarks/recorder_overhead.py [--gym-envs 16] [--gym-steps 2000]
         [--flush-every 20] [--num-envs 2048] [--jax-steps 200] [--episode-length 50] [--repeats 5]
+        [--flush-rows 1000 60000] [--compare-writer OLD/recorders/writer.py] [--flush-only]
 
 1. Gymnasium: a SyncVectorEnv of --gym-envs small pure-Python envs (next-step autoreset, cost
    in info["cost"]) stepped --gym-steps times with constant actions, bare and wrapped in
@@ -16,6 +17,13 @@
    then with the host-side drain into an EpisodeWriter after each call as well (episode length
    --episode-length, so iterates complete and are written during the timed calls).
 
+3. Flush cost against the rows already written: a writer holding --flush-rows rows (one block
+   of 16-episode iterates) then flushes 40 more iterates of 16 episodes one by one; each
+   flush's wall and CPU time. With --compare-writer (another checkout's recorders/writer.py,
+   e.g. the commit before the part files: ``git worktree add /tmp/recorder-old COMMIT``) the
+   same is measured on that writer in the same run, repeats alternating between the two.
+   --flush-only runs this part alone.
+
 Repeats alternate between the two variants (so a load change on a shared machine hits both);
 each variant's figure is the median over --repeats (and the fastest run, the figure least
 disturbed by other load). Ratios are with / without.
@@ -23,7 +31,9 @@ disturbed by other load). Ratios are with / without.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
+import sys
 import tempfile
 import time
 
@@ -116,6 +126,47 @@ def flush_ms(tmp, num_envs, flushes=50) -> float:
     return statistics.median(times) * 1e3
 
 
+def load_writer(path):
+    """EpisodeWriter of another checkout's recorders/writer.py (imported under another name)."""
+    spec = importlib.util.spec_from_file_location("compared_recorder_writer", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.EpisodeWriter
+
+
+def flush_costs(writer_cls, folder, rows_before, episodes=16, flushes=40) -> tuple[list, list]:
+    """(wall ms, CPU ms) of each of ``flushes`` one-iterate flushes after ``rows_before`` rows."""
+    writer = writer_cls(folder, task="walk", bound=5.0, algo="bench", seed=0)
+    k = max(rows_before // episodes, 1)
+    writer.append_iterates(np.ones((k, episodes)), np.ones((k, episodes)), np.ones((k, episodes), int))
+    block = np.ones((1, episodes))
+    wall, cpu = [], []
+    for _ in range(flushes):
+        w0, c0 = time.perf_counter(), time.process_time()
+        writer.append_iterates(block, block, block.astype(int))
+        wall.append((time.perf_counter() - w0) * 1e3)
+        cpu.append((time.process_time() - c0) * 1e3)
+    return wall, cpu
+
+
+def flush_report(args, tmp):
+    writers = {"this writer": EpisodeWriter}
+    if args.compare_writer:
+        writers[f"compared ({args.compare_writer})"] = load_writer(args.compare_writer)
+    for rows in args.flush_rows:
+        results = {name: ([], []) for name in writers}
+        for r in range(args.repeats):
+            for name, cls in writers.items():  # alternating
+                wall, cpu = flush_costs(cls, f"{tmp}/flush-{rows}-{r}-{len(results[name][0])}-{hash(name)}", rows)
+                results[name][0].extend(wall)
+                results[name][1].extend(cpu)
+        for name, (wall, cpu) in results.items():
+            print(f"flush of one 16-episode iterate after {rows:,} rows, {name}: median {statistics.median(wall):.2f} ms "
+                  f"wall, {statistics.median(cpu):.2f} ms CPU; mean {statistics.mean(wall):.2f} ms wall; max "
+                  f"{max(wall):.1f} ms ({len(wall)} flushes)")
+
+
 def jax_programs(env, num_envs, steps, capacity):
     def act(key):
         return jax.random.uniform(key, (num_envs, 2), minval=-1.0, maxval=1.0)
@@ -148,9 +199,16 @@ def main(argv=None):
     parser.add_argument("--jax-steps", type=int, default=200)
     parser.add_argument("--episode-length", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--flush-rows", type=int, nargs="+", default=[1000, 60000],
+                        help="rows written before the timed flushes")
+    parser.add_argument("--compare-writer", default=None, help="another checkout's recorders/writer.py")
+    parser.add_argument("--flush-only", action="store_true", help="only the flush-cost part")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
+        flush_report(args, tmp)
+        if args.flush_only:
+            return
         variants = (None, 1, args.flush_every)  # no recorder, the default flush per iterate, batched flushes
         times = {v: [] for v in variants}
         for r in range(args.repeats):
@@ -170,8 +228,8 @@ def main(argv=None):
         for n in (args.gym_envs, args.num_envs):
             print(f"  recorder alone (a vector env whose step is free, no episode ending): "
                   f"{recorder_step_us(n, 20000, f'{tmp}/replay{n}'):.1f} us per vector step of {n} envs")
-        print(f"  one flush (rewriting the open file, default after every iterate): "
-              f"{flush_ms(tmp, args.gym_envs):.1f} ms for an iterate of {args.gym_envs} episodes")
+        print(f"  one flush (a new part file, default after every iterate): "
+              f"{flush_ms(tmp, args.gym_envs):.2f} ms for an iterate of {args.gym_envs} episodes")
 
         env = envs.make("goal", episode_length=args.episode_length)
         n, steps = args.num_envs, args.jax_steps

@@ -15,19 +15,118 @@ kept; once all N have one, they form the next iterate (episode index = environme
 Further episodes an environment finishes while others are still running are not recorded, as
 the platform's own trainer does. A single environment forms an iterate from every
 ``episodes_per_iterate`` consecutive episodes (default 1).
+
+Wrapper order: the recorder records the episodes of the env inside it, and that inner env
+(``recorder.env``) is what ``evaluate_final`` should run. Wrappers that end episodes or change
+actions (``TimeLimit``, ``ClipAction``, ``RescaleAction``, any ``ActionWrapper``) go inside;
+outside go only wrappers that change what the agent sees (observation or reward normalisation,
+frame stacks, episode statistics). A ``TimeLimit`` or an action wrapper found outside (on the
+call stack of the first ``reset``/``step``) is an error; episodes that keep being cut off by
+``reset()`` are warned about; a recorder stepped inside ``evaluate_final`` and a training step
+after the final evaluation are errors.
+
+Works with Gymnasium 0.28, 0.29 and 1.x (docs/byo.md, "Installing beside a framework").
 """
 from __future__ import annotations
 
 import math
+import sys
+import threading
+import warnings
 
 import gymnasium
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector import VectorEnv
 
 from metrics.schema import FINAL_PHASES
-from recorders.writer import EpisodeWriter, RecorderError
+from recorders.writer import EpisodeWriter, RecorderError, RecorderWarning
+
+try:  # Gymnasium >= 1.0
+    from gymnasium.vector import VectorWrapper
+except ImportError:  # Gymnasium 0.26 - 0.29
+    from gymnasium.vector import VectorEnvWrapper as VectorWrapper
 
 DEFAULT_COST_KEY = "cost"
+NEXT_STEP, SAME_STEP, DISABLED = "next_step", "same_step", "disabled"
+AUTORESET_MODES = (NEXT_STEP, SAME_STEP, DISABLED)
+# Gymnasium >= 1.0 says its vector envs' mode in metadata["autoreset_mode"]; before 1.0 there was
+# one behaviour, same-step (the env resets inside the step that ends the episode).
+GYMNASIUM_SAYS_AUTORESET_MODE = hasattr(gymnasium.vector, "AutoresetMode")
+CUT_OFF_WARNING = 3  # warn when this many resets in a row cut episodes off before anything was recorded
+
+# Wrappers that must not sit outside a recorder (docs/byo.md, "Wrapper order"): they change
+# what an episode is, which the recorder would not see.
+_ACTION_WRAPPERS = tuple(c for c in (gymnasium.ActionWrapper, getattr(gymnasium.vector, "VectorActionWrapper", None))
+                         if c is not None)
+_WRAPPERS = (gymnasium.Wrapper, VectorWrapper)
+_evaluation = threading.local()  # .active: evaluate_final is running in this thread
+
+
+def autoreset_mode_name(mode) -> str | None:
+    """'next_step', 'same_step' or 'disabled' for Gymnasium's AutoresetMode, its value or our names."""
+    value = str(getattr(mode, "value", mode)).lower().replace("_", "")
+    return {"nextstep": NEXT_STEP, "samestep": SAME_STEP, "disabled": DISABLED}.get(value)
+
+
+def detect_autoreset_mode(env) -> str | None:
+    """The autoreset mode of a vector env, or None when it does not say and cannot be known."""
+    metadata = getattr(env, "metadata", None) or {}
+    if "autoreset_mode" in metadata:
+        return autoreset_mode_name(metadata["autoreset_mode"])
+    if not GYMNASIUM_SAYS_AUTORESET_MODE and isinstance(
+            getattr(env, "unwrapped", env), (gymnasium.vector.SyncVectorEnv, gymnasium.vector.AsyncVectorEnv)):
+        return SAME_STEP  # Gymnasium < 1.0's vector envs (Safety-Gymnasium's subclass them) reset in the same step
+    return None
+
+
+def _wrapper_order_error(recorder, outer) -> RecorderError | None:
+    """The error for a wrapper outside ``recorder`` that changes episode ends or actions, if any."""
+    for wrapper in outer:
+        if isinstance(wrapper, gymnasium.wrappers.TimeLimit):
+            what = "ends episodes (a time limit)"
+        elif isinstance(wrapper, _ACTION_WRAPPERS):
+            what = "changes the actions"
+        else:
+            continue
+        name, rec = type(wrapper).__name__, type(recorder).__name__
+        return RecorderError(
+            f"{name} wraps the recorder and {what} outside it: {name}({rec}(env, writer)). The recorder records the "
+            f"episodes of the env inside it (recorder.env, also what evaluate_final should run), so a wrapper that "
+            f"ends episodes or changes actions goes inside: {rec}({name}(env, ...), writer). Outside the recorder "
+            f"go only wrappers that change what the agent sees (observation or reward normalisation, frame "
+            f"stacks, episode statistics)")
+    return None
+
+
+def outer_wrappers(recorder, depth: int = 1) -> list:
+    """The Gymnasium wrappers around ``recorder`` that are calling it now, innermost first.
+
+    Read from the call stack: a wrapper's ``step``/``reset`` calls ``self.env.step``/``reset``,
+    so each caller frame whose ``self`` is a wrapper of the previous one is the next wrapper out.
+    """
+    frame, inner, found = sys._getframe(depth + 1), recorder, []
+    while frame is not None:
+        caller = frame.f_locals.get("self")
+        if caller is not inner and isinstance(caller, _WRAPPERS) and getattr(caller, "env", None) is inner:
+            found.append(caller)
+            inner = caller
+        frame = frame.f_back
+    return found
+
+
+def _check_not_evaluating(recorder) -> None:
+    if getattr(_evaluation, "active", False):
+        raise RecorderError(f"{type(recorder).__name__} was stepped by evaluate_final: the env given to "
+                            f"evaluate_final has the recorder inside it (under other wrappers), so the evaluation "
+                            f"would be recorded as training iterates. Pass evaluate_final the env without the "
+                            f"recorder (the recorder's recorder.env, or a fresh env built the same way)")
+
+
+def _check_not_final(recorder) -> None:
+    if recorder.writer.final_written:
+        raise RecorderError(f"{recorder.writer.folder}: the final evaluation of this run is recorded; a training step "
+                            f"after it would start episodes recorded after the run's end. Train before "
+                            f"evaluate_final, or record further training in another folder (another run)")
 
 
 def split_step(result, cost_key: str = DEFAULT_COST_KEY):
@@ -67,7 +166,10 @@ class RecordEpisodes(gymnasium.Wrapper):
     """Record every episode of a single environment into ``writer``.
 
     ``episodes_per_iterate`` consecutive episodes form one iterate. An episode that is cut off
-    by ``reset()`` before it terminated or was truncated is not recorded (it did not finish).
+    by ``reset()`` before it terminated or was truncated is not recorded (it did not finish);
+    when that keeps happening a :class:`~recorders.writer.RecorderWarning` says so. Wrappers
+    that end episodes or change actions belong inside the recorder: one outside it
+    (``TimeLimit``, an ``ActionWrapper``) is an error at the first call through it.
     """
 
     def __init__(self, env: gymnasium.Env, writer: EpisodeWriter, *, episodes_per_iterate: int = 1,
@@ -81,16 +183,42 @@ class RecordEpisodes(gymnasium.Wrapper):
         self._ret = self._cost = 0.0
         self._length = 0
         self._running = False
+        self._checked_stack = {"reset": False, "step": False}
+        self._cut_offs = 0  # resets in a row that cut an episode off, since the last finished episode
         self._done: list[tuple[float, float, int]] = []  # finished episodes of the iterate in progress
 
+    def _check_callers(self, call: str) -> None:
+        error = _wrapper_order_error(self, outer_wrappers(self, 2))
+        self._checked_stack[call] = True
+        if error is not None:
+            raise error
+
     def reset(self, **kwargs):
+        _check_not_evaluating(self)
+        if not self._checked_stack["reset"]:
+            self._check_callers("reset")
+        if self._running and self._length > 0:  # the episode in progress did not finish: not recorded
+            self._cut_offs += 1
+            if self._cut_offs == CUT_OFF_WARNING:
+                warnings.warn(RecorderWarning(
+                    f"{self.writer.folder}: {self._cut_offs} episodes in a row were cut off by reset() before they "
+                    f"terminated or were truncated, so none of them was recorded (the last after "
+                    f"{self._length} steps). If a wrapper outside the recorder ends episodes, put it inside: "
+                    f"RecordEpisodes(TimeLimit(env, ...), writer)"), stacklevel=2)
         self._ret, self._cost, self._length, self._running = 0.0, 0.0, 0, True
         return self.env.reset(**kwargs)
 
     def step(self, action):
         if not self._running:
+            _check_not_final(self)
             raise RecorderError("step() before reset() or after the episode ended: call reset() first "
                                 "(the recorder counts an episode from reset to terminated/truncated)")
+        if getattr(_evaluation, "active", False):
+            _check_not_evaluating(self)
+        if self.writer.final_written:
+            _check_not_final(self)
+        if not self._checked_stack["step"]:
+            self._check_callers("step")
         result = self.env.step(action)
         _, reward, cost, terminated, truncated, _ = split_step(result, self.cost_key)
         where = f"episode step {self._length + 1}"
@@ -100,7 +228,7 @@ class RecordEpisodes(gymnasium.Wrapper):
         self._cost += _scalar("cost", cost, where)
         self._length += 1
         if terminated or truncated:
-            self._running = False
+            self._running, self._cut_offs = False, 0
             self._done.append((self._ret, self._cost, self._length))
             if len(self._done) == self.episodes_per_iterate:
                 ret, cost, length = (np.asarray(col)[None] for col in zip(*self._done))
@@ -119,26 +247,34 @@ class RecordVectorEpisodes(VectorWrapper):
     The autoreset mode is read from ``env.metadata["autoreset_mode"]`` (Gymnasium >= 1.0 sets
     it) unless given: ``next_step`` (the step after an episode ends only resets that env; its
     reward is not part of any episode), ``same_step`` (the env resets inside the step that ends
-    the episode, as Safety-Gymnasium's and Gymnasium < 1.0's vector envs do) or ``disabled``
-    (the caller resets finished envs with ``reset(options={"reset_mask": mask})``).
+    the episode, as Gymnasium < 1.0's vector envs do, Safety-Gymnasium's among them) or
+    ``disabled`` (the caller resets finished envs with ``reset(options={"reset_mask": mask})``).
+    Under Gymnasium < 1.0 its own ``SyncVectorEnv``/``AsyncVectorEnv`` and their subclasses are
+    known to be same-step; any other vector env that does not say needs ``autoreset_mode=``.
     """
 
     def __init__(self, env: VectorEnv, writer: EpisodeWriter, *, cost_key: str = DEFAULT_COST_KEY,
-                 autoreset_mode: AutoresetMode | str | None = None):
+                 autoreset_mode=None):
         super().__init__(env)
         if not isinstance(writer, EpisodeWriter):
             raise RecorderError(f"writer must be a recorders.EpisodeWriter, got {type(writer).__name__}")
-        mode = autoreset_mode if autoreset_mode is not None else env.metadata.get("autoreset_mode")
-        if mode is None:
-            raise RecorderError(f"{type(env).__name__}: its metadata has no 'autoreset_mode'; pass autoreset_mode= "
-                                f"({', '.join(m.value for m in AutoresetMode)})")
-        try:
-            self.autoreset_mode = mode if isinstance(mode, AutoresetMode) else AutoresetMode(
-                {"next_step": "NextStep", "same_step": "SameStep", "disabled": "Disabled"}.get(mode, mode))
-        except ValueError:
-            raise RecorderError(f"unknown autoreset_mode {mode!r}; expected next_step, same_step or disabled") from None
+        if autoreset_mode is None:
+            self.autoreset_mode = detect_autoreset_mode(env)
+            if self.autoreset_mode is None:
+                said = (getattr(env, "metadata", None) or {}).get("autoreset_mode")
+                raise RecorderError(
+                    f"{type(env).__name__}: " + (f"unknown metadata['autoreset_mode'] {said!r}" if said is not None
+                                                 else "its metadata has no 'autoreset_mode'")
+                    + f"; pass autoreset_mode= ({', '.join(AUTORESET_MODES)}): how the env resets an env whose "
+                      f"episode ended decides which steps belong to which episode")
+        else:
+            self.autoreset_mode = autoreset_mode_name(autoreset_mode)
+            if self.autoreset_mode is None:
+                raise RecorderError(f"unknown autoreset_mode {autoreset_mode!r}; expected "
+                                    f"{', '.join(AUTORESET_MODES[:-1])} or {AUTORESET_MODES[-1]}")
         self.writer, self.cost_key = writer, cost_key
-        n = self.num_envs
+        # read once: Gymnasium < 1.0's VectorEnvWrapper forwards it through __getattr__ with a warning
+        n = self._num_envs = env.num_envs
         self._ret, self._cost, self._length = np.zeros(n), np.zeros(n), np.zeros(n, np.int64)
         self._running = np.zeros(n, bool)  # env is inside an episode that began with a reset we saw
         self._resetting = np.zeros(n, bool)  # next_step mode: the coming step only resets the env
@@ -146,18 +282,47 @@ class RecordVectorEpisodes(VectorWrapper):
         self._pending_ret, self._pending_cost = np.zeros(n), np.zeros(n)
         self._pending_length = np.zeros(n, np.int64)
         self._steps = 0
+        self._checked_stack = {"reset": False, "step": False}
+        self._cut_offs = 0  # resets in a row that cut episodes off, since the last recorded iterate
+
+    def _check_callers(self, call: str) -> None:
+        error = _wrapper_order_error(self, outer_wrappers(self, 2))
+        self._checked_stack[call] = True
+        if error is not None:
+            raise error
 
     def reset(self, *, seed=None, options=None):
+        _check_not_evaluating(self)
+        if not self._checked_stack["reset"]:
+            self._check_callers("reset")
         mask = None if not options else options.get("reset_mask")
-        mask = np.ones(self.num_envs, bool) if mask is None else np.asarray(mask, bool)
-        # episodes cut off by the reset did not finish: their sums are dropped
+        mask = np.ones(self._num_envs, bool) if mask is None else np.asarray(mask, bool)
+        cut = mask & self._running & ~self._resetting & (self._length > 0)
+        if cut.any():  # episodes cut off by the reset did not finish: their sums are dropped
+            self._cut_offs += 1
+            if self._cut_offs == CUT_OFF_WARNING:
+                warnings.warn(RecorderWarning(
+                    f"{self.writer.folder}: {self._cut_offs} resets in a row cut episodes off before they "
+                    f"terminated or were truncated ({int(cut.sum())} of {self._num_envs} envs this time), and no "
+                    f"iterate was recorded in between (cut-off episodes are not recorded). If a wrapper outside "
+                    f"the recorder ends episodes, put it inside: the vector env of envs that each end their "
+                    f"episodes, then RecordVectorEpisodes"), stacklevel=2)
         self._ret[mask], self._cost[mask], self._length[mask] = 0.0, 0.0, 0
         self._running[mask], self._resetting[mask] = True, False
         return self.env.reset(seed=seed, options=options)
 
     def step(self, actions):
-        if self._steps == 0 and not self._running.any():
-            raise RecorderError("step() before reset(): call reset() first (the recorder counts episodes from a reset)")
+        if self._steps == 0:
+            if not self._running.any():
+                _check_not_final(self)
+                raise RecorderError("step() before reset(): call reset() first (the recorder counts episodes "
+                                    "from a reset)")
+            if not self._checked_stack["step"]:
+                self._check_callers("step")
+        if getattr(_evaluation, "active", False):
+            _check_not_evaluating(self)
+        if self.writer.final_written:
+            _check_not_final(self)
         result = self.env.step(actions)
         self._steps += 1
         _, reward, cost, terminated, truncated, info = split_step(result, self.cost_key)
@@ -189,9 +354,9 @@ class RecordVectorEpisodes(VectorWrapper):
             self._resetting[:] = False
         if ended.any():
             self._finish(ended)
-            if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            if self.autoreset_mode == NEXT_STEP:
                 self._resetting[ended] = True  # the env resets itself on the next step
-            elif self.autoreset_mode == AutoresetMode.DISABLED:
+            elif self.autoreset_mode == DISABLED:
                 self._running[ended] = False  # until reset(options={"reset_mask": ...})
         return result
 
@@ -201,7 +366,7 @@ class RecordVectorEpisodes(VectorWrapper):
     def _info_cost(self, info, ended, counted) -> np.ndarray:
         """Per-env costs of a 5-tuple step: ``info[cost_key]`` (masked by ``info["_" + cost_key]``);
         in same-step mode an env that ended has its last step's info in ``info["final_info"]``."""
-        key, n = self.cost_key, self.num_envs
+        key, n = self.cost_key, self._num_envs
         info = info if isinstance(info, dict) else {}
         if key in info and "final_info" not in info:  # the common case: every env reported its cost
             mask = info.get(f"_{key}")
@@ -213,7 +378,7 @@ class RecordVectorEpisodes(VectorWrapper):
             values = self._column(f"info[{key!r}]", info[key])
             cost[mask], have = values[mask], have | mask
         final = info.get("final_info")
-        if final is not None and self.autoreset_mode == AutoresetMode.SAME_STEP:
+        if final is not None and self.autoreset_mode == SAME_STEP:
             if isinstance(final, dict):  # Gymnasium >= 1.0: batched like info
                 if key in final:
                     mask = ended & np.asarray(final.get(f"_{key}", np.ones(n, bool)), bool)
@@ -230,8 +395,8 @@ class RecordVectorEpisodes(VectorWrapper):
 
     def _column(self, name, value) -> np.ndarray:
         array = np.asarray(value)
-        if array.shape != (self.num_envs,):
-            raise RecorderError(f"{self._where()}: {name} must have shape ({self.num_envs},) (one per env), got {array.shape}")
+        if array.shape != (self._num_envs,):
+            raise RecorderError(f"{self._where()}: {name} must have shape ({self._num_envs},) (one per env), got {array.shape}")
         if array.dtype.kind not in "biuf":
             raise RecorderError(f"{self._where()}: {name} must be numeric, got dtype {array.dtype}")
         return array
@@ -246,6 +411,7 @@ class RecordVectorEpisodes(VectorWrapper):
         if self._pending.all():
             self.writer.append_iterates(self._pending_ret[None], self._pending_cost[None], self._pending_length[None])
             self._pending[:] = False
+            self._cut_offs = 0
 
     def close(self, **kwargs):
         self.writer.close()
@@ -291,19 +457,41 @@ def evaluate_final(env: gymnasium.Env, policy, writer: EpisodeWriter, *, episode
     ``lambda obs, explore, rng: noisy(obs, rng) if explore else greedy(obs)``.
     Returns ``{phase: {"return", "cost", "length"}}`` as written (``writer.final_iteration``).
     """
-    if isinstance(env, (RecordEpisodes, RecordVectorEpisodes)):
-        raise RecorderError("evaluate_final: pass the environment without its recorder (recorder.env), "
-                            "or the evaluation episodes would also be recorded as training episodes")
+    stack = wrapper_stack(env)
+    recorders = [w for w in stack if isinstance(w, (RecordEpisodes, RecordVectorEpisodes))]
+    if recorders:
+        where = "" if recorders[0] is env else \
+            f" (the wrapper stack {' > '.join(type(w).__name__ for w in stack)} holds a {type(recorders[0]).__name__})"
+        raise RecorderError(f"evaluate_final: pass the environment without its recorder{where}: the recorder's "
+                            f"recorder.env, or a fresh env built the same way; otherwise the evaluation episodes "
+                            f"would also be recorded as training iterates")
     if isinstance(env, VectorEnv):
         raise RecorderError("evaluate_final: runs one environment; pass a single (non-vector) env")
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise RecorderError(f"evaluate_final: episodes must be an integer >= 1, got {episodes!r}")
+    if writer.final_written:
+        raise RecorderError(f"{writer.folder}: the final evaluation is recorded already")
     seeds = evaluation_seeds(seed, episodes)
     phases = {}
-    for phase, explore in zip(FINAL_PHASES, (True, False)):
-        rows = [run_episode(env, policy, explore, s, np.random.default_rng([int(seed), EVAL_SALT, i]), max_steps,
-                            cost_key) for i, s in enumerate(seeds)]
-        ret, cost, length = (np.asarray(col) for col in zip(*rows))
-        phases[phase] = {"return": ret, "cost": cost, "length": length}
+    _evaluation.active = True  # a recorder hidden inside env (behind a non-Wrapper adapter) refuses to step
+    try:
+        for phase, explore in zip(FINAL_PHASES, (True, False)):
+            rows = [run_episode(env, policy, explore, s, np.random.default_rng([int(seed), EVAL_SALT, i]),
+                                max_steps, cost_key) for i, s in enumerate(seeds)]
+            ret, cost, length = (np.asarray(col) for col in zip(*rows))
+            phases[phase] = {"return": ret, "cost": cost, "length": length}
+    finally:
+        _evaluation.active = False
     writer.write_final(*(phases[phase] for phase in FINAL_PHASES))
     return phases
+
+
+def wrapper_stack(env, limit: int = 100) -> list:
+    """``env`` and the envs it wraps, outermost first (following ``.env``)."""
+    stack = [env]
+    while len(stack) < limit:
+        inner = getattr(stack[-1], "env", None)  # Gymnasium < 1.0 forwards unknown attributes: stop at a repeat
+        if inner is None or any(inner is e for e in stack) or not hasattr(inner, "step"):
+            break
+        stack.append(inner)
+    return stack

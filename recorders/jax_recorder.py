@@ -138,10 +138,12 @@ def clear_log(rec: IterateRecorder) -> IterateRecorder:
     return rec._replace(count=jnp.zeros_like(rec.count))
 
 
-def drain(rec: IterateRecorder, writer: EpisodeWriter) -> IterateRecorder:
-    """Host side: append the completed iterates to ``writer`` and return the recorder with an empty log."""
+def drain(rec: IterateRecorder, writer: EpisodeWriter, trainer_step: int | None = None) -> IterateRecorder:
+    """Host side: append the completed iterates to ``writer`` and return the recorder with an empty log.
+
+    ``trainer_step`` labels them with the loop's own epoch or step count (default: ``writer.trainer_step``)."""
     ret, cost, length = completed(rec)
-    writer.append_iterates(ret, cost, length)
+    writer.append_iterates(ret, cost, length, trainer_step=trainer_step)
     return clear_log(rec)
 
 
@@ -175,6 +177,8 @@ def final_rollout(reset, step, policy, reset_keys, noise_key, num_steps: int, no
 def evaluate_final(writer: EpisodeWriter, reset, step, policy, reset_keys, noise_key, num_steps: int) -> dict:
     """Host side: run :func:`final_rollout` with noise (scale 1) and greedily (scale 0) and
     record them as the two final phases. Returns ``{phase: {"return", "cost", "length"}}``."""
+    if writer.final_written:
+        raise RecorderError(f"{writer.folder}: the final evaluation is recorded already")
     reset_keys = jnp.asarray(reset_keys)
     if reset_keys.ndim < 1 or reset_keys.shape[0] < 1:
         raise RecorderError(f"evaluate_final: reset_keys must hold one key per episode, got shape {reset_keys.shape}")

@@ -59,6 +59,7 @@ class SafetyVectorEnv(VectorEnv):
         self.envs = [LineEnv(s, max_len, "safety") for s in schedules]
         self.num_envs = len(self.envs)
         self.metadata = {}
+        self.closed, self.viewer = False, None  # Gymnasium < 1.0's VectorEnv.close reads them
         self.single_observation_space = self.envs[0].observation_space
         self.single_action_space = self.envs[0].action_space
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)

@@ -20,6 +20,9 @@ from tests.recorder_envs import (COLUMNS, RUN, LineEnv, SafetyVectorEnv, recorde
                                   writer)
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
+# Gymnasium >= 1.0: vector envs with a chosen autoreset mode (tests/test_recorders_compat.py covers < 1.0)
+needs_gymnasium_1 = pytest.mark.skipif(not hasattr(gymnasium.vector, "AutoresetMode"),
+                                       reason="Gymnasium >= 1.0's autoreset modes")
 
 
 # ---- single environment ---------------------------------------------------------------
@@ -83,6 +86,7 @@ def _run_vector(env, steps):
     env.close()
 
 
+@needs_gymnasium_1
 def test_vector_env_next_step_autoreset(tmp_path):
     env = gymnasium.vector.SyncVectorEnv([lambda: LineEnv([2, 1, 3], convention="gym"),
                                           lambda: LineEnv([4], convention="gym")])
@@ -99,6 +103,7 @@ def test_vector_env_next_step_autoreset(tmp_path):
     ]))
 
 
+@needs_gymnasium_1
 def test_vector_env_same_step_autoreset(tmp_path):
     env = gymnasium.vector.SyncVectorEnv([lambda: LineEnv([2, 1, 3], convention="gym"),
                                           lambda: LineEnv([4], convention="gym")], autoreset_mode="SameStep")
@@ -114,6 +119,7 @@ def test_safety_gymnasium_vector_step(tmp_path):
     assert recorded(tmp_path).equals(same_step_expected())
 
 
+@needs_gymnasium_1
 def test_vector_env_disabled_autoreset_with_partial_resets(tmp_path):
     env = gymnasium.vector.SyncVectorEnv([lambda: LineEnv([2], convention="gym"),
                                           lambda: LineEnv([3], convention="gym")], autoreset_mode="Disabled")
@@ -133,6 +139,7 @@ def test_vector_env_disabled_autoreset_with_partial_resets(tmp_path):
 
 
 # ---- the engine reads the shards --------------------------------------------------------
+@needs_gymnasium_1
 def test_recorded_shards_pass_metrics_evaluate(tmp_path):
     w = writer(tmp_path / "run", rows_per_file=4)
     env = gymnasium.vector.SyncVectorEnv([lambda: LineEnv([2, 1, 3], convention="gym"),
@@ -140,7 +147,9 @@ def test_recorded_shards_pass_metrics_evaluate(tmp_path):
     _run_vector(RecordVectorEpisodes(env, w), 14)
     evaluate_final(LineEnv([2], convention="gym"), lambda obs, explore, rng: 1.0, w, episodes=3)
     files = w.files()
-    assert [os.path.basename(f) for f in files] == ["train-00000.parquet", "train-00001.parquet", "final.parquet"]
+    # 2 episodes per iterate, 4 rows per file: iterates 0-1 closed as one file, iterate 2 its own
+    assert [os.path.basename(f) for f in files] == ["train-000000-000001.parquet", "train-000002-000002.parquet",
+                                                    "final.parquet"]
     assert metrics_main(["evaluate", *files, "--out", str(tmp_path / "out"), "--reps", "50"]) == 0
     runs = pd.read_parquet(tmp_path / "out" / "run_metrics.parquet").set_index("phase")
     # bound 1.5; train iterate costs (1, 2), (2, 2), (1, 2): V per iterate 0.5, 1, 0.5 -> mean 2/3
@@ -177,6 +186,7 @@ CRASH_SCRIPT = textwrap.dedent("""
 """)
 
 
+@needs_gymnasium_1
 @pytest.mark.parametrize("mode", ["mid-iterate", "during-write"])
 def test_a_crash_loses_only_the_unfinished_iterate(tmp_path, mode):
     script = tmp_path / "crash.py"
@@ -184,13 +194,17 @@ def test_a_crash_loses_only_the_unfinished_iterate(tmp_path, mode):
     proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run"), mode], capture_output=True, text=True)
     assert proc.returncode == -9, proc.stderr
     files = sorted(glob.glob(str(tmp_path / "run" / "*.parquet")))
-    assert [os.path.basename(f) for f in files] == ["train-00000.parquet"]
-    frame = metrics.read_episodes(files)  # the engine reads what is on disk
+    flushed = 2 if mode == "during-write" else 3  # iterate 2's flush never landed in during-write
+    assert [os.path.basename(f) for f in files] == [f"train-{j:06d}-{j:06d}.parquet" for j in range(flushed)]
     expected = same_step_expected()
-    if mode == "during-write":
-        expected = expected[expected.iteration < 2]  # iterate 2's flush never landed; the file is the old one
-        assert len(os.listdir(tmp_path / "run")) == 2  # plus the dead temporary file, which *.parquet skips
-    assert frame[COLUMNS[:-1]].equals(expected[COLUMNS[:-1]])
+    expected = expected[expected.iteration < flushed]
+    for given in (files, [tmp_path / "run"]):  # the engine reads what is on disk, as files or as the folder
+        frame = metrics.read_episodes(given)
+        assert frame[COLUMNS[:-1]].equals(expected[COLUMNS[:-1]])
+    hidden = [n for n in os.listdir(tmp_path / "run") if n.startswith(".")]
+    assert len(hidden) == (mode == "during-write")  # the dead temporary file, which *.parquet skips
+    # the killed writer's lock died with it: the run resumes after the last flushed iterate
+    assert writer(tmp_path / "run", resume=True).iterations == flushed
 
 
 # ---- the writer -----------------------------------------------------------------------------
@@ -198,8 +212,9 @@ def test_writer_segments_resume_and_refuse_reuse(tmp_path):
     w = writer(tmp_path, rows_per_file=4)
     for j in range(5):
         w.append_iterates([[j, j + 0.5]], [[1.0, 2.0]], [[3, 4]])
-    assert [os.path.basename(f) for f in w.files()] == ["train-00000.parquet", "train-00001.parquet",
-                                                        "train-00002.parquet"]
+    assert [os.path.basename(f) for f in w.files()] == ["train-000000-000001.parquet", "train-000002-000003.parquet",
+                                                        "train-000004-000004.parquet"]
+    w.close()
     with pytest.raises(RecorderError, match="already holds episode files"):
         writer(tmp_path)
     resumed = writer(tmp_path, resume=True)

@@ -34,10 +34,10 @@ def test_byo_example_runs_and_is_evaluated(tmp_path, name):
     command = block(f"byo-command: {name}").strip()
     argv = shlex.split(command)
     assert argv[:4] == ["python", "-m", "metrics", "evaluate"]
-    pattern = argv[4]
-    files = sorted(glob.glob(str(tmp_path / pattern)))
+    folder = tmp_path / argv[4]  # the recorders' folders, one per seed, below it
+    files = sorted(glob.glob(str(folder / "*" / "*.parquet")))
     assert len(files) >= 4  # two seeds, each with training files and final.parquet
-    run([sys.executable, *argv[1:4], *files, *argv[5:]], tmp_path)
+    run([sys.executable, *argv[1:]], tmp_path)
     out = tmp_path / argv[argv.index("--out") + 1]
     tiers = pd.read_csv(out / "tiers.csv")
     assert list(tiers.phase) == ["train", "final_explore", "final_greedy"]
@@ -45,3 +45,8 @@ def test_byo_example_runs_and_is_evaluated(tmp_path, name):
     assert len(runs) == 6 and (runs.n_episodes > 0).all()
     final = runs[runs.phase != "train"]
     assert (final.n_episodes == 20).all()
+    assert (runs.R.abs() > 0.1).all(), runs[["phase", "R"]]  # the examples show returns, not zeros
+    episodes = pd.concat([pd.read_parquet(f) for f in files])
+    train = episodes[episodes.phase == "train"]
+    assert train.trainer_step.notna().all()
+    assert (train.groupby(["seed", "iteration"]).trainer_step.nunique() == 1).all()

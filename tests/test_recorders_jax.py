@@ -152,3 +152,12 @@ def test_final_evaluation_uses_the_same_layouts_and_noise(tmp_path):
         jr.evaluate_final(EpisodeWriter(tmp_path / "short", **RUN), reset, step, policy, keys,
                           jax.random.PRNGKey(9), num_steps=1)
     assert glob.glob(str(tmp_path / "short" / "*.parquet")) == []
+
+
+def test_drain_after_the_final_evaluation_is_an_error_even_with_nothing_to_write(tmp_path):
+    writer = EpisodeWriter(tmp_path, **RUN)
+    writer.write_final({"return": [1.0], "cost": [0.0], "length": [2]}, {"return": [1.0], "cost": [0.0], "length": [2]})
+    with pytest.raises(RecorderError, match="the final evaluation is recorded; no training iterates may follow"):
+        jr.drain(jr.init_recorder(2, 1), writer)
+    with pytest.raises(RecorderError, match="the final evaluation is recorded already"):
+        jr.evaluate_final(writer, None, None, None, jnp.zeros((2, 2), jnp.uint32), None, num_steps=1)
