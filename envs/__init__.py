@@ -4,9 +4,10 @@
     state = env.reset(key); state = env.step(state, action)     # pure, jit/vmap-able
 
 `TASK_TABLE` is the one list of tasks: a new task is its module plus an entry there (the
-trainer, the sweep configuration's allowed `tasks`, `envs.render` and the CRAX adapter read
-it). Importing this package imports no JAX; `make` does. See docs/envs.md for the tasks,
-their options and every simplification against CRAX.
+trainer, the sweep configuration's allowed `tasks` and the CRAX adapter read it). Importing
+this package imports no JAX; `make` does. envs imports no other package of this project; the
+tools around the tasks (rendering, the CRAX fidelity suite) are in `tools/`. See docs/envs.md
+for the tasks, their options and every simplification against CRAX.
 """
 from __future__ import annotations
 
@@ -22,19 +23,17 @@ class Task:
              init / transition / observe (envs/base.py); its fields are the task's options
     crax_name: CRAX's environment of the same task (backend="crax"); None if there is none.
              The built-in observation mirrors CRAX's layout, so the sizes agree.
-    draw: "module:function" drawing the layout for `python -m envs.render`; None draws the path only
     """
 
     builtin: str
     crax_name: str | None = None
-    draw: str | None = None
 
 
 TASK_TABLE: dict[str, Task] = {
-    "goal": Task("envs.goal:GoalTask", "safe_goal_point", "envs.render:draw_goal"),
-    "circle": Task("envs.circle:CircleTask", "safe_circle_point", "envs.render:draw_circle"),
-    "push": Task("envs.push:PushTask", "safe_push_point", "envs.render:draw_push"),
-    "button": Task("envs.button:ButtonTask", "safe_button_point", "envs.render:draw_button"),
+    "goal": Task("envs.goal:GoalTask", "safe_goal_point"),
+    "circle": Task("envs.circle:CircleTask", "safe_circle_point"),
+    "push": Task("envs.push:PushTask", "safe_push_point"),
+    "button": Task("envs.button:ButtonTask", "safe_button_point"),
 }
 TASKS = tuple(TASK_TABLE)
 BACKENDS = ("builtin", "crax")

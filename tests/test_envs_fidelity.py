@@ -1,20 +1,20 @@
-"""The built-in tasks against the CRAX reference recorded by the fidelity suite.
+"""The built-in tasks against the CRAX reference recorded by the fidelity suite (tools.fidelity).
 
-envs/fidelity_reference.npz holds, per task, CRAX's initial states (layouts, poses) and its
+tools/fidelity_reference.npz holds, per task, CRAX's initial states (layouts, poses) and its
 per-episode cost, return and contact steps for each policy (regenerate with the command in
 docs/envs.md). These tests replay the built-in side from the same starts and check it against
 the reference within the tolerances docs/envs.md reports; the live comparison (both backends
 in one process) is marked `crax` and runs when crax-bench is installed.
 """
-import os
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from envs import contacts, fidelity, goal, point
+from envs import contacts, goal, point
+from tools import fidelity
 
-REFERENCE = os.path.join(os.path.dirname(fidelity.__file__), "fidelity_reference.npz")
+REFERENCE = fidelity.REFERENCE
 
 
 def test_reference_file_holds_starts_and_results_for_every_recorded_policy():

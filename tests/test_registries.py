@@ -79,7 +79,6 @@ def test_tasks_come_from_the_table():
         cls = envs.task_class(name)
         assert dataclasses.is_dataclass(cls) and "observation_size" in {f.name for f in dataclasses.fields(cls)}
         assert task.crax_name == f"safe_{name}_point"
-        assert callable(envs.load(task.draw))
     with pytest.raises(ValueError, match="unknown task 'maze'; known tasks: goal, circle, push, button"):
         envs.make("maze")
 

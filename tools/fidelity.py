@@ -3,12 +3,12 @@ same layouts and initial poses, compared per task on episode cost, return, conta
 the violation rate V at the bounds 15 / 25 / 50.
 
     # record the CRAX side (needs crax-bench; slow: MJX runs a few thousand steps/s on a CPU)
-    python -m envs.fidelity --record envs/fidelity_reference.npz --episodes 64
+    python -m tools.fidelity --record tools/fidelity_reference.npz --episodes 64
     # compare the built-in tasks against the recorded reference (fast; any environment)
-    python -m envs.fidelity --reference envs/fidelity_reference.npz [--figure docs/img/fidelity.png]
+    python -m tools.fidelity --reference tools/fidelity_reference.npz [--figure docs/img/fidelity.png]
     # the pushed block's speed: record CRAX's (about 2 min), compare the built-in one
-    python -m envs.fidelity --record-block-speed envs/fidelity_reference.npz
-    python -m envs.fidelity --reference envs/fidelity_reference.npz --block-speed
+    python -m tools.fidelity --record-block-speed tools/fidelity_reference.npz
+    python -m tools.fidelity --reference tools/fidelity_reference.npz --block-speed
 
 Recording resets CRAX `episodes` times per task (keys from --seed), converts each initial CRAX
 state (agent pose and velocity, layout, block, buttons, gremlin phase) into the built-in task's
@@ -46,6 +46,8 @@ BOUNDS = (15.0, 25.0, 50.0)
 CONTACT_COST = 2.999
 EPISODE_LENGTH = 1000
 ACTIVATION = "swish"  # the trainer's default (algos/config.py)
+# The stored CRAX reference (the default of every command in the module doc).
+REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fidelity_reference.npz")
 
 
 # ---------------------------------------------------------------------------- states
@@ -351,7 +353,7 @@ def record_block_speed(path: str) -> dict:
 def block_speed_row(reference: dict) -> str:
     """Built-in vs the recorded CRAX block speed, one line."""
     if "push/block_speed/total" not in reference:
-        raise SystemExit("envs.fidelity: the reference holds no block speed; record it with --record-block-speed")
+        raise SystemExit("tools.fidelity: the reference holds no block speed; record it with --record-block-speed")
     c = block_speed_summary(reference["push/block_speed/total"], reference["push/block_speed/steps"])
     b = block_speed_summary(*block_speed_runs("builtin"))
     return (f"block speed while pushed ({c['starts']} starts): built-in {b['speed']:.4f} / CRAX {c['speed']:.4f} m/s "
@@ -388,7 +390,7 @@ def load_reference(path: str):
     try:
         data = np.load(path)
     except OSError as err:
-        raise SystemExit(f"envs.fidelity: cannot read reference file {path}: {err}") from err
+        raise SystemExit(f"tools.fidelity: cannot read reference file {path}: {err}") from err
     return {k: data[k] for k in data.files}
 
 
@@ -441,7 +443,7 @@ def record(path: str, tasks, episodes: int, length: int, seed: int, params_path:
             arrays[f"params/{k}"] = v
     params = reference_params(arrays)
     if arrays.get("meta/length", length) != length:
-        raise SystemExit(f"envs.fidelity: {path} holds episodes of {int(arrays['meta/length'])} steps, not {length}")
+        raise SystemExit(f"tools.fidelity: {path} holds episodes of {int(arrays['meta/length'])} steps, not {length}")
     arrays["meta/length"] = np.int32(length)
     for task in tasks:
         names = [n for n in POLICIES[task] if not ((n == "trained" and params is None) or (only and n not in only))]
@@ -449,12 +451,12 @@ def record(path: str, tasks, episodes: int, length: int, seed: int, params_path:
         if prior:
             recorded = [n for n in POLICIES[task] if f"{task}/{n}/cost" in arrays]
             if sorted(recorded) != sorted(names):
-                raise SystemExit(f"envs.fidelity --append: {path} holds {task} policies {recorded}; "
+                raise SystemExit(f"tools.fidelity --append: {path} holds {task} policies {recorded}; "
                                  f"this run would record {names} (give --policies to match, or --params for 'trained')")
         keys = jax.random.split(jax.random.PRNGKey(seed), episodes)
         key_data = np.asarray(jax.random.key_data(keys) if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key) else keys)
         if prior and (np.asarray(arrays[f"{task}/keys"])[:, None] == key_data[None]).all(-1).any():
-            raise SystemExit(f"envs.fidelity --append: seed {seed} repeats keys already in {path} for {task}; give another --seed")
+            raise SystemExit(f"tools.fidelity --append: seed {seed} repeats keys already in {path} for {task}; give another --seed")
         start = time.perf_counter()
         crax0, builtin0 = crax_starts(task, keys)
         new = _flatten(f"{task}/init", builtin0)

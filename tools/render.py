@@ -1,9 +1,10 @@
-"""Draw a task's layout and a short random rollout: python -m envs.render TASK --out FILE.png
+"""Draw a task's layout and a short random rollout: python -m tools.render TASK --out FILE.png
 
-    python -m envs.render goal --out docs/img/goal.png [--steps 300] [--seed 0]
+    python -m tools.render goal --out docs/img/goal.png [--steps 300] [--seed 0]
 
 The agent's path is coloured by time and marked red where the step's cost was positive.
-Built-in backend only (it reads the layout from the task state).
+Built-in backend only (it reads the layout from the task state). Each task's layout is drawn
+by its function in `DRAW`; a task without one (a new task in envs.TASK_TABLE) gets its path only.
 """
 from __future__ import annotations
 
@@ -51,10 +52,10 @@ def _unlabelled(style):
 
 
 def draw_layout(ax, task, state, tasks):
-    """Draw the task's layout with the function its entry in envs.TASK_TABLE names (if any)."""
-    ref = envs.TASK_TABLE[task].draw
-    if ref is not None:
-        envs.load(ref)(ax, state.task, tasks)
+    """Draw the task's layout with its function in DRAW (if it has one)."""
+    draw = DRAW.get(task)
+    if draw is not None:
+        draw(ax, state.task, tasks)
 
 
 def draw_goal(ax, t, tasks):
@@ -111,6 +112,10 @@ def draw_button(ax, t, tasks):
 def _square_view(ax, lim):
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
+
+
+# Per task: draw(ax, task state at reset, task states of the rollout [steps]).
+DRAW = {"goal": draw_goal, "circle": draw_circle, "push": draw_push, "button": draw_button}
 
 
 def render(task, out, steps=300, seed=0):

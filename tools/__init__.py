@@ -1,0 +1,10 @@
+"""Tools around the tasks that do not decide a run's result: they live outside envs/, so an edit
+here does not change `algos.runfolder.code_version` (which hashes algos/ and envs/ only).
+
+    python -m tools.render TASK --out FILE.png        a task's layout and a short random rollout
+    python -m tools.fidelity --reference tools/fidelity_reference.npz
+                                                      the built-in tasks against the stored CRAX reference
+
+`tools` may import every package below it (envs, algos, metrics); nothing imports `tools`.
+See docs/envs.md.
+"""
