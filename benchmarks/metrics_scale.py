@@ -6,8 +6,9 @@ final_explore and 100 final_greedy episodes: 360 million episodes), then runs th
 evaluation (`metrics.evaluate`: summarise, aggregate with B = 2000 and every CDF band, tiers)
 in a fresh child process and prints its wall time, peak memory (the child's max RSS) and
 episodes/s. It also times the IQM-with-CI step against rliable's `get_interval_estimates` on
-the same per-run values when a Python with rliable is available (rliable needs pandas < 3, so
-it runs in its own virtualenv, given by --rliable-python, default /work/venv-rliable).
+the same per-run values when a Python with rliable is given (rliable needs pandas < 3, so it
+runs in its own virtualenv: --rliable-python PATH, or the environment variable RLIABLE_PYTHON;
+e.g. `python -m venv .venv-rliable && .venv-rliable/bin/pip install "pandas<3" rliable pyarrow`).
 
     python benchmarks/metrics_scale.py                 # paper size (needs ~3 GB of disk, minutes to generate)
     python benchmarks/metrics_scale.py --small         # 144 runs x 10 iterates x 256 episodes, seconds
@@ -32,6 +33,7 @@ import pyarrow.parquet as pq
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from interpreters import comparison_python  # noqa: E402  (benchmarks/, the script's folder)
 
 TASKS = ["goal", "circle", "push", "button"]
 BOUNDS = [15.0, 25.0, 50.0]
@@ -160,8 +162,8 @@ def compare_with_rliable(run_metrics_path, reps, rliable_python):
     print(f"IQM with 95 % CI, 5 metrics x {runs['algo'].nunique()} algos x 3 phases, B = {reps}:")
     print(f"  ours, stratified estimator (one draw for all metrics): {times['stratified']:.2f} s")
     print(f"  ours, pooled estimator (rliable's IQM):                {times['pooled']:.2f} s")
-    if not rliable_python or not os.path.exists(rliable_python):
-        print(f"  rliable: skipped (no Python with rliable at {rliable_python!r}; it needs pandas < 3: see --rliable-python)")
+    if not rliable_python:
+        print("  rliable: skipped (no Python with rliable given: --rliable-python PATH or RLIABLE_PYTHON)")
         return
     result = subprocess.run([rliable_python, "-c", RLIABLE_SCRIPT, run_metrics_path, str(reps)], capture_output=True, text=True)
     if result.returncode != 0:
@@ -183,7 +185,9 @@ def main():
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--shards", help="folder for the shards (reused if present); default a temp folder")
     parser.add_argument("--keep", action="store_true", help="keep generated shards and outputs")
-    parser.add_argument("--rliable-python", default="/work/venv-rliable/bin/python")
+    parser.add_argument("--rliable-python", default=os.environ.get("RLIABLE_PYTHON") or None, metavar="PATH",
+                        help="Python of a virtualenv with rliable and pandas < 3, to time rliable on the same values "
+                             "(default: the environment variable RLIABLE_PYTHON; skipped if neither is set)")
     parser.add_argument("--jobs", type=int, default=1, help="processes for stage 1 (metrics.summarise(jobs=...))")
     parser.add_argument("--_child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -192,6 +196,9 @@ def main():
         return
     if args.small:
         args.seeds, args.iterates, args.train_episodes = 3, 10, 256
+    # checked before minutes of generating: a named interpreter that is missing is an error
+    comparison_python("--rliable-python", "RLIABLE_PYTHON", args.rliable_python, '"pandas<3" rliable pyarrow',
+                      required=False)
 
     work = args.shards or tempfile.mkdtemp(prefix="metrics_scale_")
     shards = os.path.join(work, "shards")

@@ -24,8 +24,10 @@ Network configurations:
   crax - CRAX's sizes and schedule (the paper preset): policy 4x32, critics 5x256, 16 unrolls
          of 8, 32 minibatches of 1024 sequences, 6 epochs (262,144 steps per update).
 CRAX's own trainer (its CLI, PPO-Lag on safe_goal_point with its default sizes and schedule) is
-timed only with --crax-trainer and a CRAX virtualenv (--crax-python, default
-/work/venv-crax/bin/python); otherwise the script says it was not measured.
+timed only with --crax-trainer and the Python of a virtualenv with crax-bench installed
+(--crax-python PATH, or the environment variable CRAX_PYTHON; e.g.
+`python -m venv .venv-crax && .venv-crax/bin/pip install crax-bench`); otherwise the script says
+it was not measured.
 """
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ import jax.numpy as jnp  # noqa: E402
 from algos.config import PRESETS, hyper_of, make_config  # noqa: E402
 from algos.networks import mlp_flops_per_input  # noqa: E402
 from algos.train import compile_programs, enable_compilation_cache  # noqa: E402
+from interpreters import comparison_python  # noqa: E402  (benchmarks/, the script's folder)
 
 
 def matmul_rate(m: int, k: int, n: int, seconds: float = 2.0) -> float:
@@ -176,17 +179,15 @@ runpy.run_module("crax.training.train_env", run_name="__main__", alter_sys=True)
 """
 
 
-def crax_trainer(python: str, num_envs: int, run: bool) -> float | None:
+def crax_trainer(python: str | None, num_envs: int, run: bool) -> float | None:
     """CRAX's PPO-Lag trainer on safe_goal_point with its CLI defaults (CRAX sizes and schedule).
 
     Two epochs of one 262,144-step update each; the second epoch's sps excludes compilation.
+    main() has already checked that `python` exists when `run` is set.
     """
-    if not os.path.exists(python):
-        print(f"\nCRAX's own trainer: not measured (no CRAX virtualenv at {python})")
-        return None
     if not run:
-        print(f"\nCRAX's own trainer: not measured (pass --crax-trainer to run it from {python}; "
-              f"about 15 minutes on a 2-core CPU)")
+        print("\nCRAX's own trainer: not measured (pass --crax-trainer and --crax-python PATH or CRAX_PYTHON "
+              "to run it; about 15 minutes on a 2-core CPU)")
         return None
     steps = 2 * 262_144 if num_envs == 2048 else 2 * num_envs * 128
     cmd = [python, "-c", _CRAX_DRIVER, "--env_name", "safe_goal_point", "--alg", "ppo_lag",
@@ -213,13 +214,17 @@ def main(argv=None) -> None:
     parser.add_argument("--chunks", type=int, default=3, help="jitted calls timed per configuration after warm-up")
     parser.add_argument("--crax-chunks", type=int, default=1,
                         help="calls timed for the crax nets (each is one 262,144-step update)")
-    parser.add_argument("--crax-python", default="/work/venv-crax/bin/python")
+    parser.add_argument("--crax-python", default=os.environ.get("CRAX_PYTHON") or None, metavar="PATH",
+                        help="Python of a virtualenv with crax-bench, for --crax-trainer "
+                             "(default: the environment variable CRAX_PYTHON)")
     parser.add_argument("--crax-trainer", action="store_true", help="also time CRAX's own trainer (slow)")
     parser.add_argument("--code", help="checkout whose algos/envs to time (default: this one)")
     parser.add_argument("--threads", type=int, default=None, help="1: single-threaded XLA (per-core rates)")
     parser.add_argument("--compare", help="another checkout to time against this one, alternating")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds with --compare")
     args = parser.parse_args(argv)
+    if args.crax_trainer:
+        comparison_python("--crax-python", "CRAX_PYTHON", args.crax_python, "crax-bench", required=True)
     if args.compare:
         return compare(args)
     enable_compilation_cache()
