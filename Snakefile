@@ -41,8 +41,8 @@ workflow.localrules(*[r.name for r in workflow.rules if os.path.basename(r.snake
 rule all:
     default_target: True
     input:
-        [path for name in RUN_FILES for path in all_runs(name)],
-        all_runs(runfolder.SUMMARY),
+        lambda wildcards: [path for name in RUN_FILES for path in all_runs(name)],
+        lambda wildcards: all_runs(runfolder.SUMMARY),
         AGGREGATE_FILES.values(),
         TIER_FILES.values(),
         PRODUCT_TARGETS,

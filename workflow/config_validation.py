@@ -185,10 +185,24 @@ def check_grid_values(cfg: Mapping) -> None:
             raise ConfigError(f"config key 'seeds[{i}]': {seed} must be < 2**31 = {SEED_LIMIT} (the trainer's "
                               f"seed range)")
     n_seeds = seeds if isinstance(seeds, int) else len(seeds)
+    if cfg.get("adaptive"):  # the grid a sweep may grow to
+        n_seeds = max(n_seeds, cfg["adaptive"]["max_seeds"])
     n_runs = len(cfg["tasks"]) * len(cfg["bounds"]) * len(cfg["algos"]) * n_seeds
     if n_runs > MAX_RUNS:
         raise ConfigError(f"config key 'seeds': {n_seeds:,} seeds give a grid of {n_runs:,} runs (tasks x bounds x "
                           f"algos x seeds); more than {MAX_RUNS:,} is refused as a likely typo")
+
+
+def check_adaptive(cfg: Mapping) -> dict:
+    """The adaptive settings with `start` (the first round's seed count, from `seeds`)."""
+    seeds, adaptive = cfg["seeds"], dict(cfg["adaptive"])
+    if not isinstance(seeds, int) or seeds < 2:
+        raise ConfigError(f"config key 'seeds': {seeds!r}: with 'adaptive', seeds is the count the sweep starts "
+                          "with, at least 2 (a tier's P needs two seeds per stratum)")
+    if adaptive["max_seeds"] < seeds:
+        raise ConfigError(f"config key 'adaptive.max_seeds': {adaptive['max_seeds']} is fewer than the {seeds} "
+                          "seeds the sweep starts with")
+    return {**adaptive, "start": seeds}
 
 
 def run_spec(cfg: Mapping, task: str, bound: float, algo: str, seed: int) -> dict:
@@ -257,6 +271,9 @@ def validate(cfg: Mapping) -> dict:
     out = copy.deepcopy(dict(cfg))
     seeds = cfg["seeds"]
     out["seeds"] = list(range(seeds)) if isinstance(seeds, int) else sorted(seeds)
+    if cfg.get("adaptive"):
+        out["adaptive"] = check_adaptive(cfg)
+        out["seeds"] = list(range(out["adaptive"]["max_seeds"]))  # every seed a round may add
     out["specs"] = run_specs(out)
     return out
 

@@ -1,7 +1,8 @@
 """Packs: which runs train together in one job, and which of them still need training.
 
 The runs of one program (same task and algorithm; bounds and seeds are runtime values of it)
-are cut, in (bound, seed) order, into packs of `train.pack_size`. A pack is fixed by the grid
+are cut, in (bound, seed) order, into packs of `train.pack_size` (in an adaptive sweep, the
+runs of each round of seeds separately: workflow.adaptive). A pack is fixed by the grid
 alone, so it does not change while its pack-mates finish. At planning time a pack's *pending*
 members are those whose folder is not a complete run of their spec (algos.runfolder): only
 they are the outputs of the pack's training job, so a rerun retrains a failed or missing run
@@ -36,16 +37,21 @@ def pending_reason(folder: str | os.PathLike, spec: dict, verify: bool = False) 
 
 def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
     """Every pack of the grid, each with its pending members."""
+    from workflow import adaptive
+
     size = int(cfg["train"].get("pack_size", 1))
+    seed_rounds = adaptive.rounds(cfg)  # one round (every seed) unless the sweep is adaptive
     packs = []
     for task in cfg["tasks"]:
         for algo in cfg["algos"]:
-            runs = [runfolder.run_id(task, b, algo, s) for b in cfg["bounds"] for s in cfg["seeds"]]
-            for k in range(0, len(runs), size):
-                members = tuple(runs[k:k + size])
-                pending = tuple(r for r in members
-                                if pending_reason(os.path.join(root, runfolder.RUNS_ROOT, r), cfg["specs"][r]))
-                packs.append(Pack(f"{task}_{algo}_p{k // size}", members, pending))
+            for rnd, seeds in enumerate(seed_rounds):
+                runs = [runfolder.run_id(task, b, algo, s) for b in cfg["bounds"] for s in seeds]
+                prefix = f"{task}_{algo}_r{rnd}" if adaptive.enabled(cfg) else f"{task}_{algo}"
+                for k in range(0, len(runs), size):
+                    members = tuple(runs[k:k + size])
+                    pending = tuple(r for r in members
+                                    if pending_reason(os.path.join(root, runfolder.RUNS_ROOT, r), cfg["specs"][r]))
+                    packs.append(Pack(f"{prefix}_p{k // size}", members, pending))
     return packs
 
 

@@ -49,9 +49,13 @@ class RunStatus:
     detail: str = ""
 
 
-def run_keys(cfg: dict) -> list[tuple]:
-    """(task, bound, algo, seed) of every run of the grid."""
-    return [(t, b, a, s) for t in cfg["tasks"] for b in cfg["bounds"] for a in cfg["algos"] for s in cfg["seeds"]]
+def run_keys(cfg: dict, workdir: Path | str = ".") -> list[tuple]:
+    """(task, bound, algo, seed) of every run of the grid; in an adaptive sweep, with the
+    seeds its rounds have chosen so far (workflow.adaptive.requested_seeds)."""
+    from workflow import adaptive
+
+    seeds = adaptive.requested_seeds(cfg, workdir)
+    return [(t, b, a, s) for t in cfg["tasks"] for b in cfg["bounds"] for a in cfg["algos"] for s in seeds[a]]
 
 
 def run_ids(cfg: dict) -> list[str]:
@@ -135,7 +139,7 @@ def sweep_status(cfg: dict, workdir: Path, slurm_jobs: set[str] | None = None, v
                  ) -> list[RunStatus]:
     host, code = socket.gethostname(), runfolder.code_version()
     return [run_status(workdir, runfolder.run_id(*key), slurm_jobs, host, cfg, key, code, verify)
-            for key in run_keys(cfg)]
+            for key in run_keys(cfg, workdir)]
 
 
 def outdated(statuses: Iterable[RunStatus]) -> list[RunStatus]:

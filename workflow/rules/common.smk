@@ -4,7 +4,8 @@
 #   CFG                  the validated config (workflow/config_validation.py), seeds as a list
 #   TASKS, BOUNDS, ALGOS, SEEDS   the grid; BOUNDS are the path labels ("25", "12.5")
 #   RUN_DIR              "results/runs/{task}/d{bound}/{algo}/seed{seed}"
-#   RUN_IDS              every run's wildcards as dicts (task, bound, algo, seed)
+#   RUN_IDS              every run's wildcards as dicts (task, bound, algo, seed); in an
+#                        adaptive sweep every run it may train (selected_run_ids(): those chosen)
 #   METRICS_DIR, TABLES_DIR, FIGURES_DIR, LOGS_DIR
 #   AGGREGATE_FILES      stage-2 outputs (threshold-free) by name, e.g. AGGREGATE_FILES["iqm"]
 #   TIER_FILES           stage-3 outputs (threshold-dependent): "tiers", "conditions"
@@ -21,7 +22,7 @@ from algos import runfolder
 from algos.runfolder import RUN_FILES, bound_label
 from metrics.aggregate import META_FILE, OUTPUT_FILES
 from metrics.tiers import TIER_FILES as _TIER_FILE_NAMES
-from workflow import packs
+from workflow import adaptive, packs
 from workflow.config_validation import ConfigError, check_config_files, resolve
 
 try:
@@ -64,8 +65,33 @@ def run_path(name, **wildcards):
     return (RUN_DIR + "/" + name).format(**wildcards)
 
 
+def run_ids_of(seeds_by_algo):
+    """The runs of the grid with each algorithm's own seeds."""
+    return [dict(task=t, bound=b, algo=a, seed=s)
+            for t, b, a in itertools.product(TASKS, BOUNDS, ALGOS) for s in seeds_by_algo[a]]
+
+
+LAST_ROUND = len(adaptive.rounds(CFG)) - 1  # 0 unless the sweep is adaptive
+
+
+def decided_seeds(round_no):
+    """Each algorithm's seeds once round `round_no` is decided (workflow/rules/adaptive.smk's
+    checkpoint; round 0 is the start seeds). Only inside input functions: it waits for the
+    checkpoint."""
+    if round_no == 0:
+        return adaptive.start_seeds(CFG)
+    return adaptive.seeds_of(adaptive.read_decision(checkpoints.seed_round.get(round=round_no).output[0]))
+
+
+def selected_run_ids():
+    """The runs the sweep trains: the grid, or in an adaptive sweep the seeds its rounds chose."""
+    return run_ids_of(decided_seeds(LAST_ROUND)) if adaptive.enabled(CFG) else RUN_IDS
+
+
 def all_runs(name):
-    return [run_path(name, **run) for run in RUN_IDS]
+    """A file of each run the sweep trains (call it in input functions: an adaptive sweep's
+    runs are known only as its rounds are decided)."""
+    return [run_path(name, **run) for run in selected_run_ids()]
 
 
 wildcard_constraints:

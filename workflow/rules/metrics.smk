@@ -32,7 +32,7 @@ for _pack in PACKS:
 
 rule aggregate:
     input:
-        all_runs("summary.parquet"),
+        lambda wildcards: all_runs("summary.parquet"),
     output:
         **AGGREGATE_FILES,
     params:
@@ -77,6 +77,6 @@ rule tiers:
 rule metrics:
     """Every threshold-free and threshold-dependent metric file, no tables or figures."""
     input:
-        all_runs("summary.parquet"),
+        lambda wildcards: all_runs("summary.parquet"),
         AGGREGATE_FILES.values(),
         TIER_FILES.values(),

@@ -13,7 +13,7 @@ PRODUCT_DIRS = {_registry.FIGURE: FIGURES_DIR, _registry.TABLE: TABLES_DIR}
 _figure1_run = _product_settings.figure1_run(PRODUCT_SETTINGS, TASKS, CFG["bounds"], ALGOS, SEEDS)
 SWEEP_FILES = _registry.SweepFiles(
     aggregate=AGGREGATE_FILES, tiers=TIER_FILES, thresholds=THRESHOLDS_FILE,
-    runs=lambda name, task=None: [run_path(name, **r) for r in RUN_IDS if task is None or r["task"] == task],
+    runs=lambda name, task=None: [run_path(name, **r) for r in selected_run_ids() if task is None or r["task"] == task],
     run_file=run_path, figure1_run={**_figure1_run, "bound_label": bound_label(_figure1_run["bound"])})
 
 PRODUCT_TARGETS += _registry.targets(PRODUCT_DIRS, TASKS)

@@ -52,4 +52,4 @@ for _pack in PACKS:
 rule runs:
     """Train every run of the grid, nothing else."""
     input:
-        [path for name in RUN_FILES for path in all_runs(name)],
+        lambda wildcards: [path for name in RUN_FILES for path in all_runs(name)],
