@@ -8,7 +8,8 @@
 # fails loudly (ResolutionImpossible) instead of upgrading them. Then the recorder tests run
 # there: tests/test_recorders_compat.py records a Gymnasium 0.28 SyncVectorEnv and checks the
 # totals exactly against a per-step ledger; the other recorder tests run as far as Gymnasium
-# 0.28 allows (the rest skip). 27-34 s on the 2-core machine, with or without a pip cache.
+# 0.28 allows (the rest skip), and tests/test_install_name.py checks the installed package's
+# one name beside a user's own metrics.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +25,7 @@ EOF
 python3 -m venv "$work/venv"
 pip="$work/venv/bin/pip"
 "$pip" install --quiet --requirement "$work/pins.txt"
-"$pip" install --quiet --constraint "$work/pins.txt" --editable ".[gym]" pytest
+"$pip" install --quiet --constraint "$work/pins.txt" ".[gym]" pytest  # a regular install, as a user's
 "$work/venv/bin/python" - <<'EOF'
 from importlib.metadata import version
 got = {name: version(name) for name in ("gymnasium", "pandas", "numpy", "pyarrow")}
@@ -32,4 +33,5 @@ print("compat venv:", ", ".join(f"{k} {v}" for k, v in got.items()))
 assert got["gymnasium"] == "0.28.1" and got["pandas"] == "2.0.3" and got["numpy"].startswith("1."), got
 EOF
 "$work/venv/bin/python" -m pytest -q -p no:cacheprovider \
-    tests/test_recorders_compat.py tests/test_recorders_misuse.py tests/test_recorders.py tests/test_recorders_writer.py
+    tests/test_recorders_compat.py tests/test_recorders_misuse.py tests/test_recorders.py tests/test_recorders_writer.py \
+    tests/test_install_name.py

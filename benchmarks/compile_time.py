@@ -11,12 +11,16 @@ cache is off, so every compile is a real one. Run it from the checkout to be mea
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import jax
 import jax.numpy as jnp
 
 jax.config.update("jax_enable_compilation_cache", False)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # the checkout
 
 import envs  # noqa: E402
 from algos.config import hyper_of, make_config  # noqa: E402

@@ -31,6 +31,7 @@ disturbed by other load). Ratios are with / without.
 from __future__ import annotations
 
 import argparse
+import os
 import importlib.util
 import statistics
 import sys
@@ -41,7 +42,9 @@ import gymnasium
 import jax
 import numpy as np
 
-import envs
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # the checkout
+
+import envs  # noqa: E402
 from recorders import EpisodeWriter
 from recorders import jax_recorder as jr
 from recorders.gym import RecordVectorEpisodes

@@ -10,6 +10,6 @@
 
 docs/byo.md walks through one example of each.
 """
-from recorders.writer import EpisodeWriter, RecorderError, RecorderWarning
+from .writer import EpisodeWriter, RecorderError, RecorderWarning
 
 __all__ = ["EpisodeWriter", "RecorderError", "RecorderWarning"]

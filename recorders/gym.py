@@ -38,8 +38,8 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from metrics.schema import FINAL_PHASES
-from recorders.writer import EpisodeWriter, RecorderError, RecorderWarning
+from .engine import FINAL_PHASES
+from .writer import EpisodeWriter, RecorderError, RecorderWarning
 
 try:  # Gymnasium >= 1.0
     from gymnasium.vector import VectorWrapper

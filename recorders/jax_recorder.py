@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from metrics.schema import FINAL_PHASES
-from recorders.writer import EpisodeWriter, RecorderError
+from .engine import FINAL_PHASES
+from .writer import EpisodeWriter, RecorderError
 
 
 class EpisodeSums(NamedTuple):

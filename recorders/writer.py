@@ -34,8 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from metrics.atomic import atomic_path, write_text
-from metrics.schema import FINAL_PHASES, PHASES
+from . import engine
+from .engine import FINAL_PHASES, PHASES, atomic_path, write_text
 
 try:
     import fcntl
@@ -227,7 +227,7 @@ class EpisodeWriter:
         self._trainer_step = _check_step(value)
 
     def _open_folder(self, resume: bool) -> None:
-        from metrics.episodes import TRAIN_SEGMENT_V1, train_parts
+        TRAIN_SEGMENT_V1, train_parts = engine.module("episodes").TRAIN_SEGMENT_V1, engine.module("episodes").train_parts
 
         names = os.listdir(self.folder)
         current, covered = train_parts(names)
@@ -357,9 +357,7 @@ class EpisodeWriter:
     # ---- helpers -------------------------------------------------------------------
     def files(self) -> list[str]:
         """The episode files written so far, in order (``python -m metrics evaluate`` also takes the folder)."""
-        from metrics.episodes import recorder_files
-
-        return recorder_files(self.folder)
+        return engine.module("episodes").recorder_files(self.folder)
 
     def close(self) -> None:
         """Flush what is pending (complete iterates only: an unfinished iterate is never written),
@@ -385,8 +383,8 @@ class EpisodeWriter:
                                 f"folder again with EpisodeWriter(..., resume=True)")
 
     def _train_names(self) -> list[str]:
-        from metrics.episodes import TRAIN_PART, TRAIN_SEGMENT_V1
-
+        episodes = engine.module("episodes")
+        TRAIN_PART, TRAIN_SEGMENT_V1 = episodes.TRAIN_PART, episodes.TRAIN_SEGMENT_V1
         return sorted(n for n in os.listdir(self.folder) if TRAIN_PART.match(n) or TRAIN_SEGMENT_V1.match(n))
 
     def _part_path(self, first: int, last: int) -> str:

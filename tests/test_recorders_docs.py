@@ -1,10 +1,11 @@
-"""docs/byo.md's three examples run as written and end in a successful `python -m metrics evaluate`."""
+"""docs/byo.md's three examples run as written and end in a successful `saferl-eval evaluate`."""
 import glob
 import os
 import re
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -33,11 +34,11 @@ def test_byo_example_runs_and_is_evaluated(tmp_path, name):
     run([sys.executable, "example.py"], tmp_path)
     command = block(f"byo-command: {name}").strip()
     argv = shlex.split(command)
-    assert argv[:4] == ["python", "-m", "metrics", "evaluate"]
-    folder = tmp_path / argv[4]  # the recorders' folders, one per seed, below it
+    assert argv[:2] == ["saferl-eval", "evaluate"]  # the installed engine's console script
+    folder = tmp_path / argv[2]  # the recorders' folders, one per seed, below it
     files = sorted(glob.glob(str(folder / "*" / "*.parquet")))
     assert len(files) >= 4  # two seeds, each with training files and final.parquet
-    run([sys.executable, *argv[1:]], tmp_path)
+    run([str(Path(sys.executable).parent / "saferl-eval"), *argv[1:]], tmp_path)
     out = tmp_path / argv[argv.index("--out") + 1]
     tiers = pd.read_csv(out / "tiers.csv")
     assert list(tiers.phase) == ["train", "final_explore", "final_greedy"]
