@@ -8,7 +8,7 @@ in a fresh child process and prints its wall time, peak memory (the child's max 
 episodes/s. It also times the IQM-with-CI step against rliable's `get_interval_estimates` on
 the same per-run values when a Python with rliable is given (rliable needs pandas < 3, so it
 runs in its own virtualenv: --rliable-python PATH, or the environment variable RLIABLE_PYTHON;
-e.g. `python -m venv .venv-rliable && .venv-rliable/bin/pip install "pandas<3" rliable pyarrow`).
+e.g. `python -m venv ~/venvs/rliable && ~/venvs/rliable/bin/pip install "pandas<3" rliable pyarrow`).
 
     python benchmarks/metrics_scale.py                 # paper size (needs ~3 GB of disk, minutes to generate)
     python benchmarks/metrics_scale.py --small         # 144 runs x 10 iterates x 256 episodes, seconds

@@ -26,7 +26,7 @@ Network configurations:
 CRAX's own trainer (its CLI, PPO-Lag on safe_goal_point with its default sizes and schedule) is
 timed only with --crax-trainer and the Python of a virtualenv with crax-bench installed
 (--crax-python PATH, or the environment variable CRAX_PYTHON; e.g.
-`python -m venv .venv-crax && .venv-crax/bin/pip install crax-bench`); otherwise the script says
+`python -m venv ~/venvs/crax && ~/venvs/crax/bin/pip install crax-bench`); otherwise the script says
 it was not measured.
 """
 from __future__ import annotations
