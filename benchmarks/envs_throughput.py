@@ -32,7 +32,9 @@ import time
 import jax
 import jax.numpy as jnp
 
-import envs
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # the checkout
+
+import envs  # noqa: E402
 
 
 def measure(env, num_envs, steps, repeats, seed=0):
