@@ -36,8 +36,12 @@ class CheckpointError(ValueError):
 
 
 def identity_of(config) -> dict:
-    """The config fields a checkpoint must match to be resumed (everything that shapes the run)."""
-    return {k: v for k, v in config.to_dict().items() if k not in NOT_IDENTITY}
+    """The config fields a checkpoint must match to be resumed (everything that shapes the run:
+    not the scalars of other algorithms, algos.registry.foreign_scalars)."""
+    from algos.registry import foreign_scalars
+
+    foreign = foreign_scalars(config.algo)
+    return {k: v for k, v in config.to_dict().items() if k not in NOT_IDENTITY and k not in foreign}
 
 
 def _is_key(x) -> bool:
@@ -128,8 +132,11 @@ def _check_arrays(folder: str, meta: dict) -> None:
 
 
 def _config_difference(meta: dict, identity: dict) -> list[str]:
+    from algos.registry import foreign_scalars
+
     recorded = meta.get("config", {})
-    return sorted(k for k in set(identity) | set(recorded) if recorded.get(k) != identity.get(k))
+    foreign = foreign_scalars(identity.get("algo", recorded.get("algo")))
+    return sorted(k for k in set(identity) | set(recorded) if k not in foreign and recorded.get(k) != identity.get(k))
 
 
 def _different_config(folder: str, fields: list[str]) -> CheckpointError:

@@ -4,11 +4,15 @@ One update (CRAX/Brax PPO): collect `unrolls_per_update` unrolls of `unroll_leng
 all N envs with the current policy, fold the observations into the running normaliser, then
 for `num_epochs` epochs shuffle the sequences into `num_minibatches` minibatches and take one
 Adam step per minibatch on policy + critic losses (GAE computed inside the loss with the
-current critics, as Brax does), then let the algorithm update its multiplier/penalty.
+current critics, as Brax does), then let the algorithm update its own state (multiplier,
+penalty, PID terms, ...). An algorithm may also transform the task's observations and rewards
+(per-env state carried through rollout and evaluation) and replace the SGD policy step by its
+own step on the whole batch (algos/interface.py).
 
 Episode logging happens inside the rollout: each env remembers the first episode it finished
 since the last logged iterate; once every env has one, those N episodes form an iterate and
-are written to the chunk's log buffer together with the multiplier and the latest losses.
+are written to the chunk's log buffer together with the multiplier, the algorithm's traced
+state columns and the latest losses.
 
 The programs close over the static config only; `Hyper` (bound, learning rates, algorithm
 scalars) and the seed are traced arguments.
@@ -24,7 +28,9 @@ import optax
 
 from algos import distribution as dist
 from algos.config import Hyper, TrainConfig
-from algos.hooks import AlgoState, init_algo_state, policy_loss, update_multiplier
+from algos import registry
+from algos.hooks import standardise
+from algos.interface import LossInputs, PolicyStepInputs, update_stats
 from algos.networks import apply_mlp, init_params
 from algos.normalizer import Normalizer, init_normalizer, normalize, update_normalizer
 
@@ -47,11 +53,12 @@ class TrainState(NamedTuple):
     normalizer: Normalizer
     env_state: Any
     key: jnp.ndarray
-    algo: AlgoState
+    algo: Any  # the algorithm's own state (interface.AlgoState for the simple form)
     pending: Pending
     update: jnp.ndarray  # int32: updates done
     iterates: jnp.ndarray  # int32: iterates logged so far
     last_metrics: jnp.ndarray  # float32 [len(METRIC_NAMES)] of the latest update
+    transform: Any = ()  # per-env state of the algorithm's observation/reward transform (() without one)
 
 
 class IterateLog(NamedTuple):
@@ -65,6 +72,7 @@ class IterateLog(NamedTuple):
     length: jnp.ndarray  # int32 [C, N]
     multiplier: jnp.ndarray  # float32 [C]
     metrics: jnp.ndarray  # float32 [C, len(METRIC_NAMES)]
+    state: jnp.ndarray  # float32 [C, len(state_columns)]: the algorithm's traced state
 
 
 class UpdateSummary(NamedTuple):
@@ -89,7 +97,7 @@ class Programs(NamedTuple):
 
     init: Any  # (seed, hyper) -> TrainState
     chunk: Any  # (TrainState, hyper, num_updates) -> (TrainState, IterateLog, UpdateSummary)
-    evaluate: Any  # (params, normalizer, seed, noise_scale) -> (Pending over eval episodes, first obs)
+    evaluate: Any  # (params, normalizer, seed, noise_scale, hyper) -> (Pending over eval episodes, first obs)
 
 
 def gae(rewards, values, bootstrap, done, truncated, discount, lam):
@@ -138,9 +146,28 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
     with_cost = cfg.uses_cost_critic
     adam = optax.scale_by_adam()
     n_metrics = len(METRIC_NAMES)
+    spec = registry.get(algo)
+    hooks = spec.hooks_obj
+    transform = hooks.transform
+    n_state = len(spec.state_columns)
+    sgd_policy = hooks.policy_step is None  # False: the algorithm's own policy step, the SGD fits the critics
+    obs_size = env.observation_size + (transform.extra_obs if transform is not None else 0)
 
     def policy_dist(params, norm, obs):
         return dist.split_output(apply_mlp(params["policy"], normalize(norm, obs, use_norm), act))
+
+    def policy_obs(tstate, obs, h):
+        return obs if transform is None else transform.observe(tstate, obs, h)
+
+    def traced(algo_state, tstate, h):
+        """(multiplier, state columns [n_state]) the trace records for this state."""
+        values = hooks.trace(algo_state, tstate, h)
+        if len(values) != 1 + n_state:
+            raise ValueError(f"algos.registry {algo!r}: trace gives {len(values) - 1} state columns, the entry "
+                             f"names {n_state} ({spec.state_columns})")
+        columns = (jnp.stack([jnp.asarray(v, jnp.float32) for v in values[1:]]) if n_state
+                   else jnp.zeros((0,), jnp.float32))
+        return jnp.asarray(values[0], jnp.float32), columns
 
     def empty_pending(n):
         return Pending(jnp.zeros((n,), bool), jnp.zeros((n,), jnp.float32), jnp.zeros((n,), jnp.float32),
@@ -157,19 +184,21 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
     def init(seed, h: Hyper) -> TrainState:
         key = jax.random.PRNGKey(seed)
         k_params, k_env, k_run = jax.random.split(key, 3)
-        params = init_params(k_params, env.observation_size, env.action_size, cfg.policy_hidden,
+        params = init_params(k_params, obs_size, env.action_size, cfg.policy_hidden,
                              cfg.critic_hidden, with_cost)
         env_state = jax.vmap(env.reset)(jax.random.split(k_env, N))
-        return TrainState(params, adam.init(params), init_normalizer(env.observation_size), env_state, k_run,
-                          init_algo_state(algo, h), empty_pending(N), jnp.int32(0), jnp.int32(0),
-                          jnp.full((n_metrics,), jnp.nan, jnp.float32))
+        tstate = () if transform is None else transform.init(N, h)
+        return TrainState(params, adam.init(params), init_normalizer(obs_size), env_state, k_run,
+                          hooks.init(h), empty_pending(N), jnp.int32(0), jnp.int32(0),
+                          jnp.full((n_metrics,), jnp.nan, jnp.float32), tstate)
 
     # ---- loss ------------------------------------------------------------------------
-    def loss_fn(params, mb: Transition, norm, algo_state, h: Hyper, key):
+    def loss_fn(params, mb: Transition, norm, algo_state, multiplier, h: Hyper, key):
         obs = normalize(norm, mb.obs, use_norm)  # [B, U+1, O]
-        mu, sigma = dist.split_output(apply_mlp(params["policy"], obs[:, :-1], act))
-        log_ratio = dist.log_prob(mb.raw_action, mu, sigma) - mb.log_prob
-        ratio = jnp.exp(log_ratio)
+        if sgd_policy:
+            mu, sigma = dist.split_output(apply_mlp(params["policy"], obs[:, :-1], act))
+            log_ratio = dist.log_prob(mb.raw_action, mu, sigma) - mb.log_prob
+            ratio = jnp.exp(log_ratio)
         values = apply_mlp(params["value"], obs, act)[..., 0]
         vs, adv = gae(mb.reward * h.reward_scaling, values[:, :-1], values[:, -1], mb.done, mb.truncated,
                       h.discount, h.gae_lambda)
@@ -181,7 +210,13 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
             cost_value_loss = 0.25 * jnp.mean(jnp.square(cvs - cvalues[:, :-1]))
         else:
             cost_adv, cost_value_loss = jnp.zeros_like(adv), jnp.float32(jnp.nan)
-        pol_loss = policy_loss(algo, log_ratio, adv, cost_adv, algo_state, h)
+        if not sgd_policy:  # the policy moved in the algorithm's own step; its entries come from there
+            nan = jnp.float32(jnp.nan)
+            return (value_loss + (cost_value_loss if with_cost else 0.0),
+                    jnp.stack([nan, value_loss, cost_value_loss, nan, nan]))
+        state = jax.lax.stop_gradient(algo_state)
+        pol_loss = hooks.loss(LossInputs(ratio, log_ratio, standardise(adv), cost_adv,
+                                         jax.lax.stop_gradient(multiplier), jnp.float32(0.0), state), h)
         entropy = jnp.mean(dist.entropy(key, mu, sigma))
         total = pol_loss + value_loss + (cost_value_loss if with_cost else 0.0) - h.entropy_cost * entropy
         approx_kl = jnp.mean((ratio - 1.0) - log_ratio)
@@ -189,18 +224,36 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 
+    def batch_advantages(params, data: Transition, norm, h: Hyper):
+        """GAE of the whole batch with the critics as they are (for a policy step)."""
+        obs = normalize(norm, data.obs, use_norm)
+        values = apply_mlp(params["value"], obs, act)[..., 0]
+        _, adv = gae(data.reward * h.reward_scaling, values[:, :-1], values[:, -1], data.done, data.truncated,
+                     h.discount, h.gae_lambda)
+        if not with_cost:
+            return adv, jnp.zeros_like(adv)
+        cvalues = apply_mlp(params["cost_value"], obs, act)[..., 0]
+        _, cost_adv = gae(data.cost, cvalues[:, :-1], cvalues[:, -1], data.done, data.truncated,
+                          h.discount, h.gae_lambda)
+        return adv, cost_adv
+
     # ---- one update ------------------------------------------------------------------
     def do_update(state: TrainState, log: IterateLog, h: Hyper):
         key, k_roll, k_sgd = jax.random.split(state.key, 3)
         norm = state.normalizer
+        multiplier, state_columns = traced(state.algo, state.transform, h)
 
         def rollout_step(carry, step_index):
-            env_state, pending, log, key = carry
+            env_state, tstate, pending, log, key = carry
             key, k_act = jax.random.split(key)
-            obs = env_state.obs
+            obs = policy_obs(tstate, env_state.obs, h)
             mu, sigma = policy_dist(state.params, norm, obs)
             z = dist.sample_pre_tanh(k_act, mu, sigma)
             next_state = jax.vmap(env.step)(env_state, jnp.tanh(z))
+            if transform is None:
+                reward = next_state.reward
+            else:
+                tstate, reward = transform.step(tstate, next_state, h)
             pending = record_finished(pending, next_state)
             complete = jnp.all(pending.finished)
             index = jnp.minimum(log.count, C - 1)
@@ -209,23 +262,25 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
                 return IterateLog(
                     log.count, log.update.at[index].set(state.update), log.step.at[index].set(step_index),
                     log.ret.at[index].set(pending.ret), log.cost.at[index].set(pending.cost),
-                    log.length.at[index].set(pending.length), log.multiplier.at[index].set(state.algo.multiplier),
-                    log.metrics.at[index].set(state.last_metrics))
+                    log.length.at[index].set(pending.length), log.multiplier.at[index].set(multiplier),
+                    log.metrics.at[index].set(state.last_metrics),
+                    log.state.at[index].set(state_columns) if n_state else log.state)
 
             log = jax.lax.cond(complete & (log.count < C), write, lambda log: log, log)
             log = log._replace(count=log.count + complete.astype(jnp.int32))
             pending = jax.tree_util.tree_map(lambda e, p: jnp.where(complete, e, p), empty_pending(N), pending)
-            transition = Transition(obs, z, dist.log_prob(z, mu, sigma), next_state.reward, next_state.cost,
+            transition = Transition(obs, z, dist.log_prob(z, mu, sigma), reward, next_state.cost,
                                     next_state.done, next_state.truncated)
-            return (next_state, pending, log, key), transition
+            return (next_state, tstate, pending, log, key), transition
 
-        (env_state, pending, log, _), traj = jax.lax.scan(
-            rollout_step, (state.env_state, state.pending, log, k_roll), jnp.arange(S, dtype=jnp.int32))
+        (env_state, tstate, pending, log, _), traj = jax.lax.scan(
+            rollout_step, (state.env_state, state.transform, state.pending, log, k_roll),
+            jnp.arange(S, dtype=jnp.int32))
         if use_norm:
             norm = update_normalizer(norm, traj.obs)
 
         # [S, N, ...] -> R*N sequences of U steps; observations get one more step for the bootstrap
-        all_obs = jnp.concatenate([traj.obs, env_state.obs[None]], axis=0)  # [S+1, N, O]
+        all_obs = jnp.concatenate([traj.obs, policy_obs(tstate, env_state.obs, h)[None]], axis=0)  # [S+1, N, O]
         obs_index = jnp.arange(R)[:, None] * U + jnp.arange(U + 1)[None, :]  # [R, U+1]
 
         def to_sequences(x, steps):
@@ -235,11 +290,26 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
 
         data = Transition(to_sequences(all_obs[obs_index], U + 1),
                           *(to_sequences(x, U) for x in traj[1:]))
+        mean_cost = jnp.mean(traj.cost)
+        stats = update_stats(mean_cost, h, T)
+        algo_state, params = state.algo, state.params
+        if not sgd_policy:
+            # the algorithm's step on the whole batch, before the critics move (advantages from the
+            # critics that valued the batch; the policy sees the normaliser its rollout used)
+            adv, cost_adv = batch_advantages(params, data, norm, h)
+            rollout_norm = state.normalizer
+            step_in = PolicyStepInputs(
+                params["policy"], lambda p, o: dist.split_output(apply_mlp(p, normalize(rollout_norm, o, use_norm),
+                                                                           act)),
+                data.obs[:, :-1], data.raw_action, data.log_prob, adv, cost_adv, algo_state, stats,
+                jax.random.fold_in(k_sgd, 1))
+            policy, algo_state, step_metrics = hooks.policy_step(step_in, h)
+            params = {**params, "policy": policy}
 
         def sgd_step(carry, xs):
             params, opt_state = carry
             minibatch, key = xs
-            (_, metrics), grads = grad_fn(params, minibatch, norm, state.algo, h, key)
+            (_, metrics), grads = grad_fn(params, minibatch, norm, state.algo, multiplier, h, key)
             updates, opt_state = adam.update(grads, opt_state, params)
             params = jax.tree_util.tree_map(lambda p, u: p - h.learning_rate * u, params, updates)
             return (params, opt_state), metrics
@@ -251,12 +321,16 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
             return jax.lax.scan(sgd_step, carry, (shuffled, jax.random.split(k_mb, M)))
 
         (params, opt_state), metrics = jax.lax.scan(
-            epoch, (state.params, state.opt_state), jax.random.split(k_sgd, cfg.num_epochs))
-        mean_cost = jnp.mean(traj.cost)
-        algo_state = update_multiplier(algo, state.algo, mean_cost, h, T)
+            epoch, (params, state.opt_state), jax.random.split(k_sgd, cfg.num_epochs))
+        metrics = jnp.mean(metrics, axis=(0, 1))
+        if not sgd_policy:  # policy_loss, entropy, approx_kl of the algorithm's own step
+            step_metrics = jnp.asarray(step_metrics, jnp.float32)
+            metrics = metrics.at[jnp.array([0, 3, 4])].set(step_metrics)
+        if hooks.update is not None:
+            algo_state = hooks.update(algo_state, stats, h)
         new_state = TrainState(params, opt_state, norm, env_state, key, algo_state, pending, state.update + 1,
-                               state.iterates, jnp.mean(metrics, axis=(0, 1)))
-        summary = UpdateSummary(mean_cost, algo_state.multiplier)
+                               state.iterates, metrics, tstate)
+        summary = UpdateSummary(mean_cost, traced(algo_state, tstate, h)[0])
         return new_state, log, summary
 
     # ---- chunk -----------------------------------------------------------------------
@@ -265,7 +339,7 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
         log = IterateLog(jnp.int32(0), jnp.zeros((C,), jnp.int32), jnp.zeros((C,), jnp.int32),
                          jnp.zeros((C, N), jnp.float32), jnp.zeros((C, N), jnp.float32),
                          jnp.zeros((C, N), jnp.int32), jnp.zeros((C,), jnp.float32),
-                         jnp.zeros((C, n_metrics), jnp.float32))
+                         jnp.zeros((C, n_metrics), jnp.float32), jnp.zeros((C, n_state), jnp.float32))
 
         def body(carry, _):
             state, log = carry
@@ -275,7 +349,7 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
                 return (state, log), summary
 
             def skip(args):
-                return args, UpdateSummary(jnp.float32(0.0), args[0].algo.multiplier)
+                return args, UpdateSummary(jnp.float32(0.0), traced(args[0].algo, args[0].transform, h)[0])
 
             return jax.lax.cond(state.update < num_updates, run, skip, (state, log))
 
@@ -286,24 +360,28 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
     # ---- evaluation ------------------------------------------------------------------
     E = cfg.eval_episodes
 
-    def evaluate(params, norm, seed, noise_scale):
+    def evaluate(params, norm, seed, noise_scale, h: Hyper):
         """E fresh-layout episodes; noise_scale 1 samples the policy, 0 acts with its mode tanh(mu).
 
         Both settings use the same layouts and the same noise draws, so they differ only in the noise.
+        An algorithm's observation transform starts fresh for each episode (h: its runtime values).
         """
         k_reset, k_noise = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), EVAL_SALT))
         env_state = jax.vmap(env.reset)(jax.random.split(k_reset, E))
 
         def step(carry, _):
-            env_state, pending, key = carry
+            env_state, tstate, pending, key = carry
             key, k_act = jax.random.split(key)
-            mu, sigma = policy_dist(params, norm, env_state.obs)
+            mu, sigma = policy_dist(params, norm, policy_obs(tstate, env_state.obs, h))
             z = dist.sample_pre_tanh(k_act, mu, sigma, noise_scale)
             env_state = jax.vmap(env.step)(env_state, jnp.tanh(z))
-            return (env_state, record_finished(pending, env_state), key), None
+            if transform is not None:
+                tstate, _ = transform.step(tstate, env_state, h)
+            return (env_state, tstate, record_finished(pending, env_state), key), None
 
         first_obs = env_state.obs
-        (_, pending, _), _ = jax.lax.scan(step, (env_state, empty_pending(E), k_noise), None, length=T)
+        tstate = () if transform is None else transform.init(E, h)
+        (_, _, pending, _), _ = jax.lax.scan(step, (env_state, tstate, empty_pending(E), k_noise), None, length=T)
         return pending, first_obs
 
     return Programs(init, chunk, evaluate)

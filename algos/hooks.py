@@ -1,7 +1,9 @@
-"""The four algorithms as hooks on the PPO core: a policy loss and a multiplier/penalty update.
+"""The paper's four algorithms as hooks on the PPO core: a policy loss and a multiplier/penalty
+update (the registry's simple form; algos/interface.py adapts it to the general `Hooks`).
 
 The table in `algos/registry.py` names each algorithm's functions here; `policy_loss`,
-`init_algo_state` and `update_multiplier` dispatch through it. Each follows CRAX's variant.
+`init_algo_state` and `update_multiplier` dispatch through it (for every algorithm, the
+general-form ones too). Each follows CRAX's variant.
 Notation: rho is the probability ratio pi/pi_old, A the reward advantage standardised per
 minibatch, A_C the raw cost advantage, c the batch's mean per-step cost and b = d / T the
 per-step bound. The multiplier is updated once per update, after the SGD epochs, from c - b.
@@ -24,35 +26,17 @@ per-step bound. The multiplier is updated once per update, after the SGD epochs,
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 import jax.numpy as jnp
 
 from algos import registry
 from algos.config import Hyper
+from algos.interface import AlgoState, LossInputs, update_stats  # noqa: F401 (the hooks' types)
 
 
-class AlgoState(NamedTuple):
-    multiplier: jnp.ndarray  # PPO-Lag lambda, P3O kappa, FOCOPS nu; 0 for PPO
-    last_violation: jnp.ndarray  # c - d/T of the latest update (P3O's Delta)
-
-
-class LossInputs(NamedTuple):
-    """What an algorithm's policy loss sees for one minibatch."""
-
-    ratio: jnp.ndarray  # pi / pi_old
-    log_ratio: jnp.ndarray  # log(pi / pi_old)
-    adv: jnp.ndarray  # reward advantages, standardised over the minibatch
-    cost_adv: jnp.ndarray  # raw cost advantages (zeros without a cost critic)
-    multiplier: jnp.ndarray  # the multiplier, a constant for the gradient
-    last_violation: jnp.ndarray  # c - d/T of the previous update
-
-
-def init_algo_state(algo: str, h: Hyper) -> AlgoState:
-    spec = registry.get(algo)
-    initial = getattr(h, spec.multiplier_init) if spec.has_multiplier else jnp.float32(0.0)
-    return AlgoState(jnp.asarray(initial, jnp.float32), jnp.float32(0.0))
+def init_algo_state(algo: str, h: Hyper):
+    """The algorithm's initial state (AlgoState for the simple form)."""
+    return registry.get(algo).hooks_obj.init(h)
 
 
 def standardise(x):
@@ -64,24 +48,24 @@ def clipped_surrogate(ratio, adv, clip_eps):
     return -jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv))
 
 
-def policy_loss(algo: str, log_ratio, adv, cost_adv, state: AlgoState, h: Hyper):
+def policy_loss(algo: str, log_ratio, adv, cost_adv, state, h: Hyper, transform_state=()):
     """The algorithm's policy objective for one minibatch. adv: raw reward advantages.
 
     Takes log(pi / pi_old): FOCOPS's KL uses it directly, since log(exp(x)) is -inf once
     exp(x) underflows (a sample the new policy finds very unlikely), which would poison the
     gradients with NaN.
     """
-    loss = registry.get(algo).loss_fn
-    return loss(LossInputs(jnp.exp(log_ratio), log_ratio, standardise(adv), cost_adv,
-                           jax.lax.stop_gradient(state.multiplier), state.last_violation), h)
+    hooks = registry.get(algo).hooks_obj
+    state = jax.lax.stop_gradient(state)
+    multiplier = hooks.trace(state, transform_state, h)[0]
+    return hooks.loss(LossInputs(jnp.exp(log_ratio), log_ratio, standardise(adv), cost_adv, multiplier,
+                                 jnp.float32(0.0), state), h)
 
 
-def update_multiplier(algo: str, state: AlgoState, mean_step_cost, h: Hyper, episode_length: int) -> AlgoState:
-    """Once per update: move the multiplier/penalty by the per-step violation c - d/T."""
-    violation = jnp.asarray(mean_step_cost, jnp.float32) - h.bound / episode_length
-    update = registry.get(algo).update_fn
-    new = state.multiplier if update is None else update(state.multiplier, violation, h)
-    return AlgoState(jnp.asarray(new, jnp.float32), violation)
+def update_multiplier(algo: str, state, mean_step_cost, h: Hyper, episode_length: int):
+    """Once per update: move the algorithm's state by the per-step violation c - d/T."""
+    hooks = registry.get(algo).hooks_obj
+    return state if hooks.update is None else hooks.update(state, update_stats(mean_step_cost, h, episode_length), h)
 
 
 # ---- the algorithms' hooks (named in algos/registry.py) ---------------------------------

@@ -16,7 +16,7 @@ import shutil
 import time
 from typing import NamedTuple
 
-HOST_FIELDS = ("update", "step", "ret", "cost", "length", "multiplier", "metrics", "wall_time")
+HOST_FIELDS = ("update", "step", "ret", "cost", "length", "multiplier", "metrics", "state", "wall_time")
 
 
 class Member(NamedTuple):
@@ -28,12 +28,15 @@ class Member(NamedTuple):
 class HostLog:
     """One member's per-iterate results copied off the device after each chunk, as lists of arrays."""
 
-    def __init__(self, num_envs: int, num_metrics: int, arrays: dict | None = None):
+    def __init__(self, num_envs: int, num_metrics: int, arrays: dict | None = None, num_state: int = 0):
         import numpy as np
 
         self.empty = {"update": (0,), "step": (0,), "ret": (0, num_envs), "cost": (0, num_envs),
-                      "length": (0, num_envs), "multiplier": (0,), "metrics": (0, num_metrics), "wall_time": (0,)}
+                      "length": (0, num_envs), "multiplier": (0,), "metrics": (0, num_metrics),
+                      "state": (0, num_state), "wall_time": (0,)}
         self.dtypes = {"update": np.int32, "step": np.int32, "length": np.int32, "wall_time": np.float64}
+        if arrays is not None and "state" not in arrays:  # a checkpoint of a version without state columns
+            arrays = {**arrays, "state": np.zeros((len(arrays["update"]), num_state), np.float32)}
         self.parts = {k: ([arrays[k]] if arrays is not None else []) for k in HOST_FIELDS}
 
     def append(self, log: dict, count: int, wall_time) -> None:
@@ -111,6 +114,7 @@ def _start(members, compiled, say) -> tuple[object, list[Progress]]:
     from algos import checkpoint
     from algos.core import METRIC_NAMES
     from algos.programs import stacked_hyper
+    from algos.registry import get as get_algorithm
     from algos.runfolder import CHECKPOINT_DIR
 
     configs = padded_configs(members)
@@ -118,7 +122,8 @@ def _start(members, compiled, say) -> tuple[object, list[Progress]]:
     states, progress = [], []
     for i, m in enumerate(members):
         ckpt = os.path.join(m.out, CHECKPOINT_DIR)
-        host = HostLog(m.config.num_envs, len(METRIC_NAMES))
+        n_state = len(get_algorithm(m.config.algo).state_columns)
+        host = HostLog(m.config.num_envs, len(METRIC_NAMES), num_state=n_state)
         if not checkpoint.exists(ckpt):
             states.append(_slice(fresh, i))
             progress.append(Progress(host))
@@ -136,7 +141,8 @@ def _start(members, compiled, say) -> tuple[object, list[Progress]]:
         say(f"[{name}] resumed from {ckpt} at update {int(state.update)}/{m.config.num_updates} "
             f"(checkpoint generation {meta['generation']})")
         states.append(jax.device_put(state))
-        progress.append(Progress(HostLog(m.config.num_envs, len(METRIC_NAMES), {k: arrays[k] for k in HOST_FIELDS}),
+        progress.append(Progress(HostLog(m.config.num_envs, len(METRIC_NAMES),
+                                         {k: arrays[k] for k in HOST_FIELDS if k in arrays}, n_state),
                                  float(meta["train_s"]), int(meta["restarts"]) + 1, meta["arrays"],
                                  tuple(meta.get("code_versions") or ["unknown (checkpoint predates the record)"])))
         if len(progress[-1].code_versions) > 1:
@@ -246,10 +252,14 @@ def evaluate_final(members, compiled, state, progress):
     import jax.numpy as jnp
     import numpy as np
 
-    seeds = jnp.asarray([c.seed for c in padded_configs(members)], jnp.int32)
+    from algos.programs import stacked_hyper
+
+    configs = padded_configs(members)
+    seeds = jnp.asarray([c.seed for c in configs], jnp.int32)
+    h = stacked_hyper(configs)
     results = {}
     for phase, scale in (("final_explore", 1.0), ("final_greedy", 0.0)):
-        pending, _ = compiled.evaluate(state.params, state.normalizer, seeds, jnp.float32(scale))
+        pending, _ = compiled.evaluate(state.params, state.normalizer, seeds, jnp.float32(scale), h)
         results[phase] = {k: np.asarray(getattr(pending, k)) for k in ("finished", "ret", "cost", "length")}
     out = []
     for i, (m, p) in enumerate(zip(members, progress)):
@@ -271,6 +281,7 @@ def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_siz
     from algos.registry import get as get_algorithm
 
     config = m.config
+    algorithm = get_algorithm(config.algo)
     arrays = p.host.arrays()
     N, S = config.num_envs, config.unrolls_per_update * config.unroll_length
     J = len(arrays["update"])
@@ -284,13 +295,16 @@ def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_siz
     trace = {
         "iteration": iterations, "update": arrays["update"].astype(np.int64), "env_steps": steps * N,
         "wall_time": arrays["wall_time"],
-        "multiplier": (arrays["multiplier"].astype(np.float64) if get_algorithm(config.algo).has_multiplier
+        "multiplier": (arrays["multiplier"].astype(np.float64) if algorithm.has_multiplier
                        else np.full(J, np.nan)),
         **{name: arrays["metrics"][:, i].astype(np.float64) for i, name in enumerate(METRIC_NAMES)},
         "mean_return": arrays["ret"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
         "mean_cost": arrays["cost"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
+        # the algorithm's own state at the same points (its registry entry's state_columns)
+        **{name: arrays["state"][:, i].astype(np.float64) for i, name in enumerate(algorithm.state_columns)},
     }
-    episodes, trace = runfolder.episodes_table(blocks), runfolder.trace_table(trace)
+    episodes = runfolder.episodes_table(blocks)
+    trace = runfolder.trace_table(trace, algorithm.state_columns)
     files = {}
     for name, table in ((runfolder.EPISODES, episodes), (runfolder.TRACE, trace)):
         runfolder.write_parquet(os.path.join(m.out, name), table)

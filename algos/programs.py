@@ -32,7 +32,7 @@ class Compiled(NamedTuple):
 
     init: object  # (seed, hyper) -> TrainState
     chunk: object  # (TrainState, hyper, num_updates) -> (TrainState, IterateLog, UpdateSummary)
-    evaluate: object  # (params, normalizer, seed, noise_scale) -> (Pending, first obs)
+    evaluate: object  # (params, normalizer, seed, noise_scale, hyper) -> (Pending, first obs)
     template: object  # ShapeDtypeStruct pytree of ONE run's training state (checkpoints are per run)
     compile_s: float  # 0.0 when the programs were already in this process
     size: int | None
@@ -107,15 +107,15 @@ def compile_programs(config, env=None, size: int | None = None) -> Compiled:
         if size % PACK_WIDTH:
             raise ValueError(f"pack size {size} is not a multiple of {PACK_WIDTH}; use pack_slots()")
         init, chunk = _blocked(programs.init, PACK_WIDTH), _blocked(programs.chunk, PACK_WIDTH)
-        blocked_eval = _blocked(programs.evaluate, PACK_WIDTH)
+        blocked_eval = _blocked(lambda p, n, s, hyper, noise: programs.evaluate(p, n, s, noise, hyper), PACK_WIDTH)
 
-        def evaluate(params, normalizer, seed, noise_scale):
-            return blocked_eval(params, normalizer, seed, scalar=noise_scale)
+        def evaluate(params, normalizer, seed, noise_scale, hyper):
+            return blocked_eval(params, normalizer, seed, hyper, scalar=noise_scale)
     state = jax.eval_shape(init, seed, h)
     compiled = Compiled(
         jax.jit(init).lower(seed, h).compile(),
         jax.jit(chunk).lower(state, h, budget).compile(),
-        jax.jit(evaluate).lower(state.params, state.normalizer, seed, jnp.float32(0.0)).compile(),
+        jax.jit(evaluate).lower(state.params, state.normalizer, seed, jnp.float32(0.0), h).compile(),
         template, time.perf_counter() - start, size)
     _COMPILED[cache_key] = compiled
     return compiled

@@ -131,9 +131,13 @@ def read_spec(path: str | os.PathLike):
 
 def config_difference(recorded: dict, wanted: dict) -> list[str]:
     """Config fields in which two to_dict() configs differ (after a JSON round trip; the
-    checkpoint interval is not part of a run's identity)."""
+    checkpoint interval and the scalars of other algorithms than the run's are not part of a
+    run's identity, algos.registry.foreign_scalars)."""
+    from algos.registry import foreign_scalars
+
     a, b = (json.loads(json.dumps(c)) for c in (recorded or {}, wanted))
-    return sorted(k for k in set(a) | set(b) if k != "checkpoint_every_s" and a.get(k) != b.get(k))
+    ignored = {"checkpoint_every_s"} | foreign_scalars(b.get("algo", a.get("algo")))
+    return sorted(k for k in set(a) | set(b) if k not in ignored and a.get(k) != b.get(k))
 
 
 # ---- completeness --------------------------------------------------------------------------
@@ -254,8 +258,9 @@ def episodes_table(blocks: list[dict]) -> pa.Table:
     return table
 
 
-def trace_table(trace: dict) -> pa.Table:
+def trace_table(trace: dict, state_columns=()) -> pa.Table:
+    """TRACE_COLUMNS, then the algorithm's own state columns (its registry entry's `state_columns`)."""
     import pandas as pd  # here: the job wrappers import this module, and pandas costs them ~0.5 s
 
-    frame = pd.DataFrame({name: trace[name] for name in TRACE_COLUMNS})
+    frame = pd.DataFrame({name: trace[name] for name in (*TRACE_COLUMNS, *state_columns)})
     return pa.Table.from_pandas(frame, preserve_index=False)

@@ -70,13 +70,24 @@ TIER_COLORS = ["#fde0c5", "#bcbddc", "#9e9ac8", "#6a51a3", "#3f007d"]
 
 BOUND_COLOR = "#CC0000"  # the bound line in every figure
 
-# The multiplier each algorithm's trace records, by its usual symbol; others are "multiplier".
+# The multiplier each algorithm's trace records, by its usual symbol; others say what the
+# algorithm table (algos/registry.py) says their column holds, else "multiplier".
 MULTIPLIER_SYMBOLS = {"ppo_lag": "\u03bb (Lagrange multiplier)", "p3o": "\u03ba (penalty factor)",
                       "focops": "\u03bd (cost weight)"}
 
 
+def _registry():
+    """algos.registry (plain Python, no JAX), or None where the trainer's package is absent."""
+    try:
+        from algos import registry
+    except ImportError:
+        return None
+    return registry
+
+
 def multiplier_symbol(algo: str) -> str:
-    return MULTIPLIER_SYMBOLS.get(algo, "multiplier")
+    registry = _registry()
+    return MULTIPLIER_SYMBOLS.get(algo) or (registry and registry.multiplier_label(algo)) or "multiplier"
 
 
 _BOUND_LINESTYLES = ["solid", "dashed", "dotted", "dashdot"]
@@ -121,11 +132,16 @@ def algo_style(algo: str, all_algos=None) -> AlgoStyle:
     if algo not in others:
         others = sorted(others + [algo])
     i = others.index(algo) % len(_EXTRA_COLORS)
-    return AlgoStyle(algo, _EXTRA_COLORS[i], _EXTRA_LINESTYLES[i], _EXTRA_MARKERS[i], _EXTRA_HATCHES[i])
+    return AlgoStyle(algo_label(algo), _EXTRA_COLORS[i], _EXTRA_LINESTYLES[i], _EXTRA_MARKERS[i], _EXTRA_HATCHES[i])
 
 
 def algo_label(algo: str) -> str:
-    return KNOWN_ALGOS[algo].label if algo in KNOWN_ALGOS else algo
+    """The paper's four by their looks' labels, any other by the algorithm table's label
+    (algos/registry.py), a name the table does not know as it is."""
+    if algo in KNOWN_ALGOS:
+        return KNOWN_ALGOS[algo].label
+    registry = _registry()
+    return registry.label(algo) if registry is not None else algo
 
 
 def task_label(task: str) -> str:

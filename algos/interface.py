@@ -1,0 +1,128 @@
+"""The algorithm interface of the PPO core: what an algorithm may own and replace.
+
+An algorithm is an `Hooks` object (the general form, named by its registry entry's `hooks`)
+or a policy loss plus a scalar multiplier update (the simple form, adapted to `Hooks` by
+`simple_hooks`). Everything an algorithm owns lives in the training state, so it is
+checkpointed with it and a resumed run is bitwise the uninterrupted one:
+
+* its own **state**, any pytree of arrays: `init(h)` makes it, `update(state, stats, h)`
+  moves it once per update after the SGD epochs (stats: the batch's mean per-step cost c and
+  the violation c - d/T), `trace(state, transform_state, h)` gives the trace's `multiplier` and
+  the registry entry's `state_columns` once per logged iterate (the values at the start of the
+  update during whose rollout the iterate completed);
+* its **policy loss** for one minibatch, `loss(x: LossInputs, h)`, minimised by the core's
+  SGD epochs together with the critics' losses; x.state is the state, a constant;
+* optionally an **observation/reward transform** of the task (`EnvTransform`, e.g. Saute's
+  remaining budget): per-env state carried through the rollout and the evaluation, extra
+  observation entries the networks and the normaliser see, and the reward the critics and
+  advantages are trained on (episode logs keep the task's own return and cost);
+* optionally a **policy step** replacing the SGD policy update (e.g. CPO's trust-region step):
+  `policy_step(x: PolicyStepInputs, h)` runs once per update on the whole batch before the
+  SGD epochs, which then fit the critics only (the policy loss and entropy bonus are left out,
+  so Adam leaves the policy parameters exactly as the step set them).
+
+Bounds, seeds and every algorithm scalar are runtime values (`Hyper`); the hooks must keep
+them traced (no Python branching on them) and loop with `lax` loops, never over env steps.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, NamedTuple
+
+import jax.numpy as jnp
+
+
+class AlgoState(NamedTuple):
+    """The simple form's state: one multiplier and the latest violation."""
+
+    multiplier: jnp.ndarray  # PPO-Lag lambda, P3O kappa, FOCOPS nu; 0 for PPO
+    last_violation: jnp.ndarray  # c - d/T of the latest update (P3O's Delta)
+
+
+class LossInputs(NamedTuple):
+    """What an algorithm's policy loss sees for one minibatch."""
+
+    ratio: jnp.ndarray  # pi / pi_old
+    log_ratio: jnp.ndarray  # log(pi / pi_old)
+    adv: jnp.ndarray  # reward advantages, standardised over the minibatch
+    cost_adv: jnp.ndarray  # raw cost advantages (zeros without a cost critic)
+    multiplier: jnp.ndarray  # the multiplier (the trace's), a constant for the gradient
+    last_violation: jnp.ndarray  # c - d/T of the previous update (simple form; 0 in the general form)
+    state: Any = None  # the algorithm's own state, a constant for the gradient
+
+
+class UpdateStats(NamedTuple):
+    """Once per update, of the batch just collected."""
+
+    mean_step_cost: jnp.ndarray  # c: mean per-step cost over every transition of the batch
+    violation: jnp.ndarray  # c - d/T
+
+
+class EnvTransform(NamedTuple):
+    """An observation/reward transform of the task with per-env state (leading axis: envs)."""
+
+    extra_obs: int  # observation entries appended (static)
+    init: Callable  # (n, h) -> transform state of n fresh envs
+    observe: Callable  # (tstate, obs [n, O], h) -> policy observation [n, O + extra_obs]
+    step: Callable  # (tstate, env state after the step [n], h) -> (tstate, training reward [n])
+
+
+class PolicyStepInputs(NamedTuple):
+    """The whole batch for a replacement of the SGD policy step ([S, U] = sequences x steps)."""
+
+    params: Any  # the policy network's parameters before the step
+    dist: Callable  # (policy params, obs [..., O]) -> (mu, sigma); normalises with the rollout's normaliser
+    obs: jnp.ndarray  # [S, U, O] policy observations (raw; `dist` normalises)
+    raw_action: jnp.ndarray  # [S, U, A] pre-tanh actions taken
+    log_prob: jnp.ndarray  # [S, U] their log-probabilities under the behaviour policy
+    adv: jnp.ndarray  # [S, U] reward advantages (GAE of scaled rewards with the critics before the epochs)
+    cost_adv: jnp.ndarray  # [S, U] raw cost advantages (zeros without a cost critic)
+    state: Any  # the algorithm's state
+    stats: UpdateStats  # of this batch
+    key: jnp.ndarray  # a PRNG key of the step
+
+
+class Hooks(NamedTuple):
+    """One algorithm on the PPO core (the general form; see the module docstring)."""
+
+    init: Callable  # (h) -> state pytree
+    trace: Callable  # (state, transform state, h) -> (multiplier, *state_columns), float32 scalars
+    update: Callable | None = None  # (state, stats: UpdateStats, h) -> state, once per update
+    loss: Callable | None = None  # (x: LossInputs, h) -> scalar policy loss of one minibatch
+    policy_step: Callable | None = None  # (x: PolicyStepInputs, h) -> (policy params, state, (loss, entropy, kl))
+    transform: EnvTransform | None = None
+
+
+def update_stats(mean_step_cost, h, episode_length: int) -> UpdateStats:
+    """c and c - d/T in float32 (d/T: the per-step bound, T the episode length)."""
+    cost = jnp.asarray(mean_step_cost, jnp.float32)
+    return UpdateStats(cost, cost - h.bound / episode_length)
+
+
+@functools.cache
+def _simple_hooks(name: str, loss_ref: str, update_ref: str | None, multiplier_init: str | None) -> Hooks:
+    from algos.registry import _load
+
+    loss_fn = _load(loss_ref)
+    update_fn = None if update_ref is None else _load(update_ref)
+
+    def init(h):
+        initial = getattr(h, multiplier_init) if multiplier_init is not None else jnp.float32(0.0)
+        return AlgoState(jnp.asarray(initial, jnp.float32), jnp.float32(0.0))
+
+    def update(state: AlgoState, stats: UpdateStats, h):
+        new = state.multiplier if update_fn is None else update_fn(state.multiplier, stats.violation, h)
+        return AlgoState(jnp.asarray(new, jnp.float32), stats.violation)
+
+    def loss(x: LossInputs, h):
+        return loss_fn(x._replace(multiplier=x.state.multiplier, last_violation=x.state.last_violation), h)
+
+    def trace(state: AlgoState, transform_state, h):
+        return (state.multiplier,)
+
+    return Hooks(init=init, trace=trace, update=update, loss=loss)
+
+
+def simple_hooks(spec) -> Hooks:
+    """The simple form (a loss, an optional multiplier update) as `Hooks` with `AlgoState`."""
+    return _simple_hooks(spec.label, spec.loss, spec.update, spec.multiplier_init)
