@@ -1,0 +1,136 @@
+"""docs/architecture.md's change table, done: each typical change is made in a copy of the
+checkout exactly as the table says, the files it touched are counted against the table's
+number, and the parts that should follow (the trainer's choices, the sweep config's allowed
+names, training itself) are checked to have followed."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+# A task with no physics: the agent's position moves by 0.1 x the clipped action; reward pulls it
+# towards (1, 1); cost 1 on every step with |x| > 0.5.
+TOY_TASK_MODULE = '''"""A toy task for tests: a point moved directly by its action."""
+import dataclasses
+
+import jax.numpy as jnp
+
+
+@dataclasses.dataclass(frozen=True)
+class LineTask:
+    observation_size: int = 2
+
+    def init(self, key):
+        return jnp.zeros((2,), jnp.float32), ()
+
+    def transition(self, xy, task, action, key):
+        xy = xy + 0.1 * jnp.clip(action, -1.0, 1.0)
+        reward = -jnp.sum(jnp.abs(xy - 1.0))
+        cost = (jnp.abs(xy[0]) > 0.5).astype(jnp.float32)
+        return xy, task, reward, cost, jnp.zeros((), bool)
+
+    def observe(self, xy, task):
+        return xy
+'''
+
+# A fixed-penalty method in the general form: one module with its Hooks and a registry entry.
+TOY_ALGO_MODULE = '''"""A toy algorithm for tests: PPO on reward minus a fixed multiple of the cost advantage."""
+from algos.hooks import clipped_surrogate, standardise
+
+
+def loss(x, h):
+    return clipped_surrogate(x.ratio, x.adv - h.fixed_weight * standardise(x.cost_adv), h.clip_eps)
+'''
+
+
+def documented_counts() -> dict[str, int]:
+    """change -> files, from the 'files' column of docs/architecture.md's change table."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    section = text.split("## Where a typical change goes", 1)[1].split("\n## ", 1)[0]
+    counts = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and re.fullmatch(r"\d+", cells[1]):
+            counts[cells[0]] = int(cells[1])
+    return counts
+
+
+def snapshot(repo: Path) -> dict[str, str]:
+    return {str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in repo.rglob("*") if p.is_file()}
+
+
+def touched(before: dict, after: dict) -> list[str]:
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+
+
+@pytest.fixture()
+def repo_copy(tmp_path) -> Path:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo, ignore=shutil.ignore_patterns(
+        ".git", ".jax_cache", ".snakemake", ".pytest_cache", "results", "__pycache__", ".venv", "*.egg-info"))
+    return repo
+
+
+def run(repo: Path, *args, timeout=600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    proc = subprocess.run([sys.executable, *args], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def insert_after(path: Path, anchor: str, text: str) -> None:
+    source = path.read_text()
+    assert anchor in source, f"{path}: anchor {anchor!r} not found"
+    path.write_text(source.replace(anchor, anchor + text, 1))
+
+
+def test_the_table_names_a_count_for_each_change_tested_here():
+    counts = documented_counts()
+    assert {"a new task", "a new algorithm"} <= set(counts), counts
+
+
+def test_a_new_task_is_its_module_and_one_table_entry(repo_copy, tmp_path):
+    before = snapshot(repo_copy)
+    (repo_copy / "envs" / "line.py").write_text(TOY_TASK_MODULE)
+    insert_after(repo_copy / "envs" / "__init__.py", "TASK_TABLE: dict[str, Task] = {\n",
+                 '    "line": Task("envs.line:LineTask"),\n')
+    changed = touched(before, snapshot(repo_copy))
+    assert len(changed) == documented_counts()["a new task"], changed
+
+    # the sweep configuration accepts it, and the trainer trains and evaluates it
+    run(repo_copy, "-c", "from workflow.config_validation import schema; "
+        "assert 'line' in schema()['properties']['tasks']['items']['enum']")
+    out = tmp_path / "run"
+    run(repo_copy, "-m", "algos.train", "--task", "line", "--bound", "5", "--algo", "ppo_lag", "--seed", "0",
+        "--out", str(out), "--threads", "1", "--total-steps", "512", "--num-envs", "4",
+        "--episode-length", "16", "--eval-episodes", "2")
+    assert (out / "episodes.parquet").exists() and (out / "run.json").exists()
+
+
+def test_a_new_algorithm_is_its_module_and_one_registry_entry(repo_copy):
+    before = snapshot(repo_copy)
+    (repo_copy / "algos" / "fixed_penalty.py").write_text(TOY_ALGO_MODULE)
+    insert_after(repo_copy / "algos" / "registry.py", "ALGORITHMS: dict[str, Algorithm] = {\n",
+                 '    "fixed_penalty": Algorithm(label="Fixed penalty", uses_cost_critic=True,\n'
+                 '        loss="algos.fixed_penalty:loss", scalars={"fixed_weight": 0.5}),\n')
+    changed = touched(before, snapshot(repo_copy))
+    assert len(changed) == documented_counts()["a new algorithm"], changed
+
+    proc = run(repo_copy, "-m", "algos.train", "--help")
+    assert "fixed_penalty" in proc.stdout
+    run(repo_copy, "-c", "from workflow.config_validation import schema; "
+        "assert 'fixed_penalty' in schema()['properties']['algos']['items']['enum']; "
+        "from algos.config import TrainConfig; import dataclasses; "
+        "assert 'fixed_weight' in {f.name for f in dataclasses.fields(TrainConfig)}")
