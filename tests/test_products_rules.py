@@ -46,10 +46,11 @@ def test_a_module_that_is_not_a_product_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ValueError, match=r"stray.py: a product module defines PRODUCT = Product\(...\)"):
         registry.discover("toy_catalog")
-    (package / "stray.py").write_text(
+    (package / "stray.py").unlink()
+    (package / "elsewhere.py").write_text(
         "from workflow.products.registry import FIGURE, Product\n"
         "PRODUCT = Product(kind=FIGURE, category='Elsewhere', caption='x', inputs=dict, build=print)\n")
-    with pytest.raises(ValueError, match="stray.py: PRODUCT: category 'Elsewhere' is not one of"):
+    with pytest.raises(ValueError, match="elsewhere.py: PRODUCT: category 'Elsewhere' is not one of"):
         registry.discover("toy_catalog")
 
 

@@ -168,3 +168,20 @@ def run_from_snakemake(smk) -> None:
     outputs = dict(smk.output.items()) if product.kind == TABLE else list(smk.output)
     inputs = {name: (list(value) if not isinstance(value, str) else value) for name, value in smk.input.items()}
     product.build(inputs, outputs, dict(smk.params.settings), dict(smk.wildcards.items()))
+
+
+def main() -> None:
+    """Print the product table as Markdown: `python -m workflow.products.registry`."""
+    print("| rule | paper item | files | report category | settings |\n|---|---|---|---|---|")
+    for p in products():
+        own = list(p.shared) + [f"{k}.{sub}" if sub else k  # one level deep, as settings_of picks them
+                                for k, v in p.settings.items() for sub in (v if isinstance(v, dict) else [""])]
+        own = ", ".join(own) or "-"
+        print(f"| `{p.name}` | {p.paper or '-'} | `{p.kind}s/{p.file_stem}.{{{','.join(FORMATS[p.kind])}}}` "
+              f"| {p.category} | {own} |")
+
+
+if __name__ == "__main__":
+    from workflow.products import registry  # the module the catalog imports, not this __main__ copy
+
+    registry.main()

@@ -56,6 +56,13 @@ def iqm_table(builder, inputs, out, settings):
                         decimals=settings["decimals"], bold=settings["bold"], grid=grid), out)
 
 
+# The last line of Table A.2's and A.3's captions (Jinja, rendered by Snakemake's report).
+BOLD_NOTE = """- Bold: the best value in a column among the algorithms other than the unconstrained baseline
+  ({{ snakemake.params.settings["baseline"] }}){% if snakemake.params.settings["bold"] == "safe" %}, counting
+  only algorithms with tier >= 1 in that phase (``products.bold: safe``){% endif %}.
+"""
+
+
 def iqm_inputs(files, wildcards) -> dict:
     """What Tables 2, A.2 and A.3 read."""
     return {"iqm": files.aggregate["iqm"], "tiers": files.tiers["tiers"], "runs": files.runs("run.json")}

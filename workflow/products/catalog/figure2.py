@@ -1,26 +1,8 @@
 """Figure 2: the ECDFs of (c - d) / d, x up to products.cdf_xmax.figure2."""
+from workflow.products.catalog._cdf import cdf_figure
 from workflow.products.registry import ALL_PHASES, FIGURE, Product
-from workflow.products.settings import positive_number
-from workflow.products.sweep_io import apply_settings, save_figure
 
-
-def inputs(files, wildcards):
-    return {"cdf": files.aggregate["cdf"]}
-
-
-def check(settings):
-    positive_number(settings["cdf_xmax"]["figure2"], "cdf_xmax.figure2")
-
-
-def build(inputs, outputs, settings, wildcards):
-    import pandas as pd
-
-    from workflow.products import fig_cdf
-
-    apply_settings(settings)
-    xmax = float(settings["cdf_xmax"]["figure2"])
-    save_figure(fig_cdf.figure_cdf(pd.read_parquet(inputs["cdf"]), xmax=xmax), outputs, settings)
-
+inputs, check, build = cdf_figure("figure2")
 
 CAPTION = """
 **Figure 2: how far episode costs fall above or below the bound** - the empirical CDF F(x) of the normalised
@@ -36,5 +18,4 @@ curve per algorithm, the x axis cut at {{ snakemake.params.settings["cdf_xmax"][
 
 PRODUCT = Product(
     kind=FIGURE, category=ALL_PHASES, settings={"cdf_xmax": {"figure2": 2.0}}, check=check,
-    paper="Figure 2",
-    caption=CAPTION, inputs=inputs, build=build)
+    paper="Figure 2", caption=CAPTION, inputs=inputs, build=build)
