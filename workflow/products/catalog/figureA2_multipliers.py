@@ -28,12 +28,13 @@ def build(inputs, outputs, settings, wildcards):
 CAPTION = """
 **Figure A.2: the constraint multiplier over training, per bound** (rows: tasks; columns: the algorithms
 that have a multiplier). The first column is the paper's figure, PPO-Lag's Lagrange multiplier lambda; P3O's
-penalty factor kappa and FOCOPS's cost weight nu are different quantities, so each has its own column and axis.
+penalty factor kappa and FOCOPS's cost weight nu are different quantities, so each has its own column and axis,
+labelled with what the algorithm table (algos/registry.py) says that algorithm's multiplier column holds.
 
 - One curve per bound d (darker: smaller, stricter bound) at each logged iterate: the mean over seeds;
   shading: +- 1 sample standard deviation over seeds.
-- The multipliers are unitless weights on the cost term; one that keeps growing means the policy is still over
-  its bound. The y scale is ``{{ snakemake.params.settings["multiplier_yscale"] }}`` (``products.multiplier_yscale``).
+- A Lagrange-type multiplier is a unitless weight on the cost term; one that keeps growing means the policy is
+  still over its bound. The y scale is ``{{ snakemake.params.settings["multiplier_yscale"] }}`` (``products.multiplier_yscale``).
 """
 
 PRODUCT = Product(
