@@ -11,7 +11,10 @@ import pytest
 import metrics
 from metrics.schema import FINAL_PHASES
 from metrics.summary import read_summaries
-from workflow.products import build, fig_final, fig_training, settings, synthetic
+from algos import registry as algo_registry
+from workflow.products import fig_final, fig_training, settings, sweep_io, synthetic
+from workflow.products.catalog import figure1 as figure1_module
+from workflow.products.registry import by_name
 
 PDF_MAGIC = b"%PDF-"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -46,6 +49,11 @@ def assert_figure_files(pdf, png, min_bytes=10_000):
     assert os.stat(png).st_mode & 0o777 == 0o666 & ~mask  # readable like any file the user writes
 
 
+def build(name):
+    """The build function of a product of the table."""
+    return by_name()[name].build
+
+
 def _paths(tmp_path, name):
     return [str(tmp_path / f"{name}.pdf"), str(tmp_path / f"{name}.png")]
 
@@ -54,13 +62,17 @@ def _runs(sweep, name, task=None):
     return [os.path.join(r["dir"], name) for r in sweep["runs"] if task is None or r["task"] == task]
 
 
+def _figure1_inputs(sweep):
+    return {name: os.path.join(sweep["metrics"], f"{name}.parquet") for name in ("run_metrics", "final_episodes")}
+
+
 def test_figure1_files_and_legend_violation_rates_equal_the_engines(sweep, cfg, tmp_path):
     run = {"task": "circle", "bound": 25.0, "algo": "focops", "seed": 1}
-    summary_path = os.path.join(sweep["root"], "circle", "d25", "focops", "seed1", "summary.parquet")
     out = _paths(tmp_path, "figure1")
-    build.figure1({"summary": summary_path}, out, {**cfg, "run": run})
+    assert build("figure1")(_figure1_inputs(sweep), out, {**cfg, "figure1": run}, {}) == run
     assert_figure_files(*out)
 
+    summary_path = os.path.join(sweep["root"], "circle", "d25", "focops", "seed1", "summary.parquet")
     summary = read_summaries([summary_path])
     v = summary.runs.set_index("phase")["V"]
     costs = summary.final_episodes
@@ -79,6 +91,31 @@ def test_figure1_files_and_legend_violation_rates_equal_the_engines(sweep, cfg, 
     assert sum(len(c.get_offsets()) for c in fig.axes[0].collections) == len(costs)
 
 
+def test_figure1_shows_the_run_with_the_largest_noise_vs_greedy_gap_in_v(sweep, cfg, tmp_path):
+    raw = sweep["episodes"]
+    final = raw[raw.phase.isin(FINAL_PHASES)].assign(over=lambda d: d.cost > d.bound)
+    v = final.groupby(["task", "bound", "algo", "seed", "phase"])["over"].mean().unstack("phase")
+    gap = (v["final_explore"] - v["final_greedy"]).abs()
+    # the runs with the largest gap, in the tie order: task table, bound, algorithm order, seed
+    order = {"task": ["goal", "circle"], "algo": ["ppo", "ppo_lag", "focops", "p3o"]}
+    best = sorted(gap[gap == gap.max()].index, key=lambda r: (order["task"].index(r[0]), r[1],
+                                                              order["algo"].index(r[2]), r[3]))
+    assert len(best) == 2  # this sweep has a tie at the top, so the tie order decides
+    task, bound, algo, seed = best[0]
+    shown = build("figure1")(_figure1_inputs(sweep), _paths(tmp_path, "figure1"), cfg, {})
+    assert shown == {"task": task, "bound": bound, "algo": algo, "seed": seed}
+
+    run_metrics = pd.read_parquet(_figure1_inputs(sweep)["run_metrics"])
+    _, why = figure1_module.choose_run(run_metrics, None, "ppo")
+    assert why == f"largest |V with noise - V greedy| of the sweep: {100 * gap.max():.0f} points"
+    # a tie (every gap 0) goes to the first constrained run, not the baseline
+    tied = run_metrics.assign(V=0.0)
+    assert figure1_module.choose_run(tied, None, "ppo")[0] == {"task": "goal", "bound": 15.0, "algo": "ppo_lag",
+                                                               "seed": 0}
+    with pytest.raises(ValueError, match="products.figure1: the sweep has no run"):
+        figure1_module.choose_run(run_metrics, {"task": "push", "bound": 25, "algo": "ppo", "seed": 0}, "ppo")
+
+
 def test_figure1_without_a_final_phase_is_a_clear_error(tmp_path):
     costs = pd.DataFrame({"phase": ["final_explore"], "episode": [0], "cost": [1.0]})
     with pytest.raises(ValueError, match="no final_greedy episodes"):
@@ -89,7 +126,7 @@ def test_figure1_without_a_final_phase_is_a_clear_error(tmp_path):
 def test_final_cost_figure_error_bars_and_annotations_equal_the_engines(sweep, cfg, tmp_path):
     out = _paths(tmp_path, "figureA_final_goal")
     inputs = {name: os.path.join(sweep["metrics"], f"{name}.parquet") for name in ("final_episodes", "condition_stats")}
-    build.figure_final_costs(inputs, out, cfg, {"task": "goal"})
+    build("figureA_final_costs")(inputs, out, cfg, {"task": "goal"})
     assert_figure_files(*out)
 
     stats = pd.read_parquet(inputs["condition_stats"])
@@ -123,6 +160,19 @@ def test_final_cost_figure_error_bars_and_annotations_equal_the_engines(sweep, c
     assert fig_final.annotation(0.004, 0.0) == "V 0.4 %, D+ 0.000"
 
 
+def test_final_cost_panel_titles_clear_the_longest_annotations(sweep):
+    """The rotated V / D+ texts above the boxes end below each panel's title, however long."""
+    episodes = pd.read_parquet(os.path.join(sweep["metrics"], "final_episodes.parquet"))
+    stats = pd.read_parquet(os.path.join(sweep["metrics"], "condition_stats.parquet"))
+    stats = stats[stats.task == "goal"].assign(V_mean=0.413, Dnorm_plus_mean=12.3456)  # "V 41.3 %, D+ 12.346"
+    fig = fig_final.figure_final_costs(episodes, stats, task="goal")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        title = ax.title.get_window_extent(renderer)
+        assert ax.texts and all(t.get_window_extent(renderer).y1 < title.y0 for t in ax.texts)
+
+
 def test_seed_band_is_the_mean_and_std_over_seeds_of_the_moving_average():
     df = pd.DataFrame({"seed": [0, 0, 0, 1, 1, 1], "iteration": [0, 1, 2, 0, 1, 2],
                        "R": [1.0, 3.0, 5.0, 3.0, 5.0, 7.0]})
@@ -139,8 +189,8 @@ def test_seed_band_is_the_mean_and_std_over_seeds_of_the_moving_average():
 def test_training_curves_plot_the_engines_per_iterate_metrics(sweep, cfg, tmp_path):
     out = _paths(tmp_path, "figureA_curves_circle")
     summaries = _runs(sweep, "summary.parquet", "circle")
-    build.figure_training_curves({"summaries": summaries, "traces": _runs(sweep, "trace.parquet", "circle")}, out, cfg,
-                                 {"task": "circle"})
+    build("figureA_training_curves")({"summaries": summaries, "traces": _runs(sweep, "trace.parquet", "circle")}, out,
+                                     cfg, {"task": "circle"})
     assert_figure_files(*out)
 
     iterates = read_summaries(summaries).iterates
@@ -158,13 +208,18 @@ def test_training_curves_plot_the_engines_per_iterate_metrics(sweep, cfg, tmp_pa
 
 def test_multiplier_figure_overlays_the_bounds_per_task_and_algorithm(sweep, cfg, tmp_path):
     out = _paths(tmp_path, "figureA2")
-    build.figure_multipliers({"traces": _runs(sweep, "trace.parquet")}, out, cfg)
+    build("figureA2_multipliers")({"traces": _runs(sweep, "trace.parquet")}, out, cfg, {})
     assert_figure_files(*out)
-    traces = build._read_traces(_runs(sweep, "trace.parquet"))
+    traces = sweep_io.read_traces(_runs(sweep, "trace.parquet"))
     fig = fig_training.figure_multipliers(traces)
     # rows: tasks (paper order); columns: algorithms with a multiplier, PPO-Lag first; PPO has none
     assert len(fig.axes) == 2 * 3
-    assert [ax.get_title().split(":")[0] for ax in fig.axes[:3]] == ["PPO-Lag", "FOCOPS", "P3O"]
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["PPO-Lag", "FOCOPS", "P3O"]
+    # each panel's y axis names its algorithm's multiplier as the algorithm table does, the task left of each row
+    for row, task in enumerate(["Goal", "Circle"]):
+        for ax, algo in zip(fig.axes[3 * row:3 * row + 3], ["ppo_lag", "focops", "p3o"]):
+            want = algo_registry.ALGORITHMS[algo].multiplier
+            assert ax.get_ylabel() == (f"{task}\n{want}" if ax is fig.axes[3 * row] else want)
     for ax in fig.axes:
         assert [l.get_label() for l in ax.get_lines()] == ["d = 15", "d = 25"]  # every bound in one panel
     ax = fig.axes[0]  # goal, PPO-Lag
@@ -182,16 +237,16 @@ def test_trace_outside_a_run_folder_without_keys_is_a_clear_error(tmp_path):
     path = tmp_path / "trace.parquet"
     pd.DataFrame({"iteration": [0], "multiplier": [0.0]}).to_parquet(path)
     with pytest.raises(ValueError, match="expected a file of a run folder.*no task/bound/algo/seed columns"):
-        build._read_traces([str(path)])
+        sweep_io.read_traces([str(path)])
     pd.DataFrame({"iteration": [0]}).to_parquet(path)
     with pytest.raises(ValueError, match=r"missing column\(s\) \['multiplier'\]"):
-        build._read_traces([str(path)])
+        sweep_io.read_traces([str(path)])
 
 
 def test_figures_are_byte_identical_when_rebuilt(sweep, cfg, tmp_path):
     digests = []
     for i in range(2):
         out = _paths(tmp_path, f"again{i}")
-        build.figure_multipliers({"traces": _runs(sweep, "trace.parquet", "goal")}, out, cfg)
+        build("figureA2_multipliers")({"traces": _runs(sweep, "trace.parquet", "goal")}, out, cfg, {})
         digests.append([hashlib.sha256(open(p, "rb").read()).hexdigest() for p in out])
     assert digests[0] == digests[1]

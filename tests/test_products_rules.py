@@ -22,16 +22,36 @@ PRODUCT_RULES = {"figure1", "figure2", "figureA1", "figureA2_multipliers", "figu
                  "tableA3", "tableA_task"}
 
 
-def test_the_product_table_lists_every_product_once():
+def test_the_product_table_lists_every_product_once(tmp_path):
     assert set(registry.by_name()) == PRODUCT_RULES
     dirs = {registry.FIGURE: "F", registry.TABLE: "T"}
     targets = registry.targets(dirs, TASKS)
     assert len(targets) == len(set(targets)) == 2 * len(FIGURES) + 4 * len(TABLES)
-    for product in registry.PRODUCTS:
-        assert os.path.isfile(os.path.join(REPO, "workflow", "report", f"{product.caption}.rst")), product.name
-        assert callable(product.function()), product.name
+    captions = registry.write_captions(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == sorted(f"{name}.rst" for name in PRODUCT_RULES)
+    for product in registry.products():
+        assert open(captions[product.name]).read() == product.caption.strip() + "\n"
+        assert product.caption.lstrip().startswith("**"), product.name  # a bold first sentence
+    table2 = registry.by_name()["table2"]
     with pytest.raises(ValueError, match=r"duplicate name\(s\) \['table2'\]"):
-        registry.by_name(registry.PRODUCTS + [registry.PRODUCTS[2]])
+        registry.by_name(registry.products() + (table2,))
+
+
+def test_a_module_that_is_not_a_product_is_a_clear_error(tmp_path, monkeypatch):
+    package = tmp_path / "toy_catalog"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_helper.py").write_text("X = 1\n")  # "_" modules are helpers, never products
+    (package / "stray.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=r"stray.py: a product module defines PRODUCT = Product\(...\)"):
+        registry.discover("toy_catalog")
+    (package / "stray.py").unlink()
+    (package / "elsewhere.py").write_text(
+        "from workflow.products.registry import FIGURE, Product\n"
+        "PRODUCT = Product(kind=FIGURE, category='Elsewhere', caption='x', inputs=dict, build=print)\n")
+    with pytest.raises(ValueError, match="elsewhere.py: PRODUCT: category 'Elsewhere' is not one of"):
+        registry.discover("toy_catalog")
 
 
 def dry_run(tmp_path, *targets):

@@ -4,7 +4,8 @@ import itertools
 import matplotlib.colors as mcolors
 import pytest
 
-from workflow.products import settings, style
+from algos import registry as algo_registry
+from workflow.products import registry, settings, style
 
 
 def grey(color):
@@ -18,6 +19,14 @@ def test_paper_algorithms_differ_in_grey_level_line_style_and_marker():
         assert abs(grey(a.color) - grey(b.color)) >= 0.1, (a, b)
         assert a.linestyle != b.linestyle and a.marker != b.marker
     assert [style.algo_label(a) for a in style.ALGO_ORDER] == ["PPO", "PPO-Lag", "FOCOPS", "P3O"]
+
+
+def test_labels_come_from_the_algorithm_and_task_tables():
+    for name, algo in algo_registry.ALGORITHMS.items():
+        assert style.algo_label(name) == style.algo_style(name, list(algo_registry.ALGOS)).label == algo.label
+        assert style.multiplier_label(name) == (algo.multiplier or "multiplier")
+    assert style.multiplier_label("cpo") == "\u03bd* (cost dual of the step)"
+    assert style.TASK_ORDER == ["goal", "circle", "push", "button"]  # envs.TASK_TABLE's order
 
 
 def test_tier_colours_darken_monotonically_in_greyscale():
@@ -44,15 +53,15 @@ def test_settings_defaults_and_overrides():
     s = settings.resolve({"smoothing_window": 3, "cdf_xmax": {"figure2": 1.5}})
     assert s["smoothing_window"] == 3 and s["cdf_xmax"] == {"figure2": 1.5, "figureA1": 20.0}
     assert s["baseline"] == "ppo" and s["sensitivity"]["ranges"]["moderate.V"] == [0.0, 1.0]
-    assert settings.resolve(None) == settings.DEFAULTS
+    assert settings.resolve(None) == settings.defaults()
+    assert settings.resolve(None)["figure1"] is None  # Figure 1 picks its run from the results
     # Snakemake's --config passes nested values as text
     s = settings.resolve({"smoothing_window": "3", "cdf_xmax": {"figure2": "1.5"}, "decimals": {"V": "3"},
                           "sensitivity": {"ranges": {"moderate.V": ["0.2", "0.8"]}}})
     assert (s["smoothing_window"], s["cdf_xmax"]["figure2"], s["decimals"]["V"]) == (3, 1.5, 3)
     assert s["sensitivity"]["ranges"]["moderate.V"] == [0.2, 0.8]
-    assert settings.resolve({"figure1": {"task": "goal", "seed": "2"}})["figure1"]["seed"] == 2
-    assert settings.resolve({"figure1": {"seed": 3}})["figure1"] == {"task": "circle", "bound": 25, "algo": "ppo_lag",
-                                                                    "seed": 3}
+    run = {"task": "goal", "bound": 25, "algo": "ppo_lag", "seed": 3}
+    assert settings.resolve({"figure1": run})["figure1"] == run
 
 
 @pytest.mark.parametrize("products, message", [
@@ -62,17 +71,29 @@ def test_settings_defaults_and_overrides():
     ({"cdf_xmax": {"figure2": -1}}, r"cdf_xmax.figure2: expected a number > 0"),
     ({"sensitivity": {"ranges": {"moderate.V": [1.0, 0.0]}}}, r"ranges.moderate.V: expected \[low, high\]"),
     ({"sensitivity": {"ranges": {"moderateV": [0.0, 1.0]}}}, "must be tier.metric"),
-    ({"figure1": {"tsk": "goal"}}, "products.figure1: unknown key 'tsk'"),
-    ({"figure1": {"bound": 0}}, r"figure1.bound: expected a number > 0"),
+    ({"figure1": {"tsk": "goal"}}, r"products.figure1: expected null or a mapping with keys \['task'"),
+    ({"figure1": {"task": "goal", "bound": 0, "algo": "ppo", "seed": 0}}, r"figure1.bound: expected a number > 0"),
+    ({"dpi": 0}, r"products.dpi: expected a number > 0"),
 ])
 def test_bad_settings_name_the_key(products, message):
     with pytest.raises(ValueError, match=message):
         settings.resolve(products)
 
 
-def test_figure1_run_falls_back_to_what_the_sweep_has():
-    s = settings.resolve(None)
-    assert settings.figure1_run(s, ["goal", "circle"], [15, 25, 50], ["ppo", "ppo_lag"], 3) == \
-        {"task": "circle", "bound": 25, "algo": "ppo_lag", "seed": 0}
-    assert settings.figure1_run(s, ["push"], [10.0, 30.0], ["ppo", "p3o"], [7, 8]) == \
-        {"task": "push", "bound": 30.0, "algo": "p3o", "seed": 7}
+def test_a_products_settings_join_the_defaults_and_a_clash_is_an_error():
+    def check(s):
+        if s["toy_bins"] < 1:
+            raise ValueError(f"config products.toy_bins: expected >= 1, got {s['toy_bins']}")
+
+    toy = registry.Product(kind=registry.FIGURE, category=registry.ALL_PHASES, caption="toy", inputs=dict,
+                           build=print, settings={"toy_bins": 10, "cdf_xmax": {"toy": 1.0}}, check=check, name="toy")
+    table = registry.products() + (toy,)
+    s = settings.resolve({"toy_bins": 3}, table)
+    assert s["toy_bins"] == 3 and s["cdf_xmax"] == {"figure2": 2.0, "figureA1": 20.0, "toy": 1.0}
+    assert toy.settings_of(s) == {"font_size": 9, "dpi": 150, "toy_bins": 3, "cdf_xmax": {"toy": 1.0}}
+    with pytest.raises(ValueError, match="products.toy_bins: expected >= 1, got 0"):
+        settings.resolve({"toy_bins": 0}, table)
+    clash = registry.Product(kind=registry.FIGURE, category=registry.ALL_PHASES, caption="toy", inputs=dict,
+                             build=print, settings={"smoothing_window": 2}, name="clash")
+    with pytest.raises(ValueError, match="product clash: setting 'smoothing_window' is declared by another"):
+        settings.defaults(registry.products() + (clash,))

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 import metrics
-from workflow.products import build, fig_cdf, fig_sensitivity, settings, setup_tables, synthetic, tablefmt, tables
+from workflow.products import fig_cdf, fig_sensitivity, settings, setup_tables, synthetic, tablefmt, tables
+from workflow.products.registry import by_name
 
 PHASES2 = ["train", "final_greedy"]
 
@@ -29,6 +30,11 @@ def engine(tmp_path_factory):
     return {**files, "thresholds": str(root / "thresholds.yaml"), "runs": runs}
 
 
+def build(name):
+    """The build function of a product of the table."""
+    return by_name()[name].build
+
+
 @pytest.fixture
 def cfg():
     return settings.resolve(None)
@@ -42,8 +48,7 @@ def _outs(tmp_path, name):
                                           ("tableA2", ["final_explore", "final_greedy"])])
 def test_iqm_tables_hold_the_engines_numbers(engine, cfg, tmp_path, kind, phases):
     out = _outs(tmp_path, kind)
-    builder = {"table2": build.table2, "tableA2": build.table_a2, "tableA3": build.table_a3}[kind]
-    builder({"iqm": engine["iqm.csv"], "tiers": engine["tiers.csv"]}, out, cfg)
+    build(kind)({"iqm": engine["iqm.csv"], "tiers": engine["tiers.csv"]}, out, cfg, {})
     got = pd.read_csv(out["csv"]).set_index("algo")
     iqm = pd.read_csv(engine["iqm.csv"])
     tiers = pd.read_csv(engine["tiers.csv"]).set_index(["algo", "phase"])
@@ -67,7 +72,7 @@ def test_iqm_tables_hold_the_engines_numbers(engine, cfg, tmp_path, kind, phases
 @pytest.mark.parametrize("rule", ["paper", "safe"])
 def test_bold_cells_on_engine_output_follow_the_rule(engine, cfg, tmp_path, rule):
     out = _outs(tmp_path, "table2")
-    table = build.table2({"iqm": engine["iqm.csv"], "tiers": engine["tiers.csv"]}, out, {**cfg, "bold": rule})
+    table = build("table2")({"iqm": engine["iqm.csv"], "tiers": engine["tiers.csv"]}, out, {**cfg, "bold": rule}, {})
     iqm = pd.read_csv(engine["iqm.csv"]).set_index(["algo", "phase", "metric"])["iqm"]
     tiers = pd.read_csv(engine["tiers.csv"]).set_index(["algo", "phase"])["tier"]
     data = pd.read_csv(out["csv"]).set_index("algo")
@@ -158,7 +163,7 @@ def test_bold_rules_on_a_hand_worked_case_where_they_disagree():
 
 def test_table1_is_generated_from_the_configured_thresholds(engine, tmp_path):
     out = _outs(tmp_path, "table1")
-    table = build.table1({"thresholds": engine["thresholds"]}, out)
+    table = build("table1")({"thresholds": engine["thresholds"]}, out, {}, {})
     assert [r[0] for r in table.rows] == ["0", "1", "2", "3", "4"]
     assert [c[0] for c in table.cells] == ["Unsafe", "Minimal", "Moderate", "Substantial", "Strict"]
     assert table.cells[1][1] == "IQM(Dnorm) ≤ 0"
@@ -211,13 +216,13 @@ def test_table_a1_lists_the_recorded_hyperparameters_per_algorithm(tmp_path):
     for identity in ("task", "bound", "algo", "seed", "chunk_updates"):
         assert identity not in shown
     out = _outs(tmp_path, "tableA1")
-    build.table_a1({"runs": paths}, out)
+    build("tableA1")({"runs": paths}, out, {}, {})
     assert set(pd.read_csv(out["csv"])["hyperparameter"]) >= {"learning_rate", "policy_hidden", "preset"}
     # runs of one algorithm that disagree: an error naming both runs
     bad = paths + [_run_json(tmp_path, "f", "ppo_lag", learning_rate=1e-3)]
     with pytest.raises(ValueError, match=r"runs of algorithm 'ppo_lag' disagree on 'learning_rate': 0.0005 in "
                                          r".*/b/run.json, 0.001 in .*/f/run.json"):
-        build.table_a1({"runs": bad}, out)
+        build("tableA1")({"runs": bad}, out, {}, {})
     broken = tmp_path / "g" / "run.json"
     broken.parent.mkdir()
     broken.write_text("{}")
@@ -248,7 +253,7 @@ def test_task_tables_hold_the_engines_condition_statistics(engine, cfg, tmp_path
     cond = pd.read_csv(engine["conditions.csv"])
     for task in ("goal", "circle"):
         out = _outs(tmp_path, f"tableA_task_{task}")
-        table = build.task_table({"conditions": engine["conditions.csv"]}, out, cfg, {"task": task})
+        table = build("tableA_task")({"conditions": engine["conditions.csv"]}, out, cfg, {"task": task})
         got = pd.read_csv(out["csv"])
         mine = cond[cond.task == task]
         assert len(got) == mine[["bound", "algo"]].drop_duplicates().shape[0]
@@ -287,7 +292,7 @@ def test_cdf_figures_draw_the_engines_cdf(engine, cfg, tmp_path):
     cdf = pd.read_parquet(engine["cdf.parquet"])
     for name, xmax in (("figure2", 2.0), ("figureA1", 20.0)):
         out = [str(tmp_path / f"{name}.pdf"), str(tmp_path / f"{name}.png")]
-        {"figure2": build.figure2, "figureA1": build.figure_a1}[name]({"cdf": engine["cdf.parquet"]}, out, cfg)
+        build(name)({"cdf": engine["cdf.parquet"]}, out, cfg, {})
         assert open(out[0], "rb").read(5) == b"%PDF-" and open(out[1], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     fig = fig_cdf.figure_cdf(cdf, xmax=2.0)
     assert [ax.get_title() for ax in fig.axes] == ["Training (with noise)", "Final, with noise", "Final, greedy"]
@@ -303,8 +308,8 @@ def test_cdf_figures_draw_the_engines_cdf(engine, cfg, tmp_path):
 
 def test_tier_sensitivity_agrees_with_the_engines_tiers(engine, cfg, tmp_path):
     out = [str(tmp_path / "sens.pdf"), str(tmp_path / "sens.png")]
-    shares, sweep = build.tier_sensitivity({"iqm": engine["iqm.csv"], "tiers": engine["tiers.csv"],
-                                            "thresholds": engine["thresholds"]}, out, cfg)
+    shares, sweep = build("figure_tier_sensitivity")({"iqm": engine["iqm.csv"], "tiers": engine["tiers.csv"],
+                                                      "thresholds": engine["thresholds"]}, out, cfg, {})
     assert os.path.getsize(out[1]) > 10_000
     tiers = pd.read_csv(engine["tiers.csv"]).set_index(["algo", "phase"])
     for row in shares.itertuples():

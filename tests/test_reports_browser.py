@@ -144,7 +144,7 @@ def _show_results(page, errors, where: str, seen: dict) -> None:
 def test_snakemake_report_shows_every_product(snakemake_report, tiny_sweep, browser_page):
     page, errors = open_page(browser_page, snakemake_report)
     page.wait_for_load_state("networkidle")
-    categories = sorted({p.category for p in registry.PRODUCTS})
+    categories = sorted({p.category for p in registry.products()})
     seen: dict[str, str] = {}
     for category in categories:
         page.goto(snakemake_report.as_uri())
@@ -159,7 +159,7 @@ def test_snakemake_report_shows_every_product(snakemake_report, tiny_sweep, brow
             _click(page, page.get_by_text(category, exact=True))
             _click(page, page.locator("nav ul li a span", has_text=sub).first)
             _show_results(page, errors, f"{category} / {sub}", seen)
-    shown = {registry.REPORT_FORMAT[p.kind] for p in registry.PRODUCTS}
+    shown = {registry.REPORT_FORMAT[p.kind] for p in registry.products()}
     expected = sorted(str(path.relative_to(tiny_sweep)) for ext in shown
                       for path in (tiny_sweep / "results").glob(f"*/*.{ext}") if path.parent.name in ("figures", "tables"))
     assert sorted(seen) == expected

@@ -22,10 +22,11 @@ COST_AXIS = "episode cost c (sum of step costs)"  # one episode's cost; C is a m
 
 
 def figure1(costs: pd.DataFrame, violation: dict[str, float], *, task: str, bound: float, algo: str,
-            seed: int):
+            seed: int, why: str = ""):
     """One run's final episode costs with noise and greedy, the bound d marked, V in the legend.
 
-    `costs`: that run's final-phase rows (phase, episode, cost); `violation`: V per phase.
+    `costs`: that run's final-phase rows (phase, episode, cost); `violation`: V per phase;
+    `why`: a second title line saying why this run is shown.
     """
     _require(costs, ["phase", "episode", "cost"], "figure 1 episode costs")
     apply_rc()
@@ -48,7 +49,8 @@ def figure1(costs: pd.DataFrame, violation: dict[str, float], *, task: str, boun
     ax.set_xlabel("final evaluation episode (index)")
     ax.set_ylabel(COST_AXIS)
     ax.set_ylim(bottom=0)
-    ax.set_title(f"{algo_label(algo)} on {task_label(task)}, d = {format_bound(bound)}, seed {seed}")
+    ax.set_title(f"{algo_label(algo)} on {task_label(task)}, d = {format_bound(bound)}, seed {seed}"
+                 + (f"\n{why}" if why else ""))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
@@ -61,6 +63,12 @@ def _percent(v: float) -> str:
 def annotation(v: float, dnorm_plus: float) -> str:
     """The text above one box: V in percent and Dnorm+ (both means over seeds)."""
     return f"V {_percent(v)} %, D+ {dnorm_plus:.3f}" if np.isfinite(dnorm_plus) else f"V {_percent(v)} %, D+ -"
+
+
+def _tallest_points(fig, texts) -> float:
+    """Height in points of the tallest of `texts` as drawn (a rotated label's length)."""
+    renderer = fig.canvas.get_renderer()
+    return max((t.get_window_extent(renderer).height * 72.0 / fig.dpi for t in texts), default=0.0)
 
 
 def figure_final_costs(costs: pd.DataFrame, stats: pd.DataFrame, *, task: str):
@@ -85,6 +93,7 @@ def figure_final_costs(costs: pd.DataFrame, stats: pd.DataFrame, *, task: str):
     stat_of = stats.set_index(["bound", "algo", "phase"])
     width = max(3.0, 0.8 * len(algos) + 0.8)
     fig, axes = plt.subplots(1, len(bounds), figsize=(max(6.4, width * len(bounds)), 4.3), squeeze=False)
+    notes = []  # the rotated V / D+ texts above the boxes, which the panel titles must clear
     for ax, bound in zip(axes[0], bounds):
         here = costs[costs["bound"] == bound]
         top = max(float(here["cost"].max()), bound)
@@ -117,14 +126,17 @@ def figure_final_costs(costs: pd.DataFrame, stats: pd.DataFrame, *, task: str):
                                   elinewidth=1.2, zorder=4)
                 bar.set_label(f"{algo}|{phase}")  # how tests find it; not shown in the legend
                 top = max(top, mean + (std if np.isfinite(std) else 0.0))
-                ax.annotate(annotation(float(row["V_mean"]), float(row["Dnorm_plus_mean"])), (pos, 1.0),
-                            xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=6.5, rotation=90)
+                notes.append(ax.annotate(annotation(float(row["V_mean"]), float(row["Dnorm_plus_mean"])), (pos, 1.0),
+                                         xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=6.5,
+                                         rotation=90))
         ax.axhline(bound, color=BOUND_COLOR, linestyle="--", linewidth=1.0)
         ax.set_xticks(range(len(algos)), [algo_label(a) for a in algos], rotation=30, ha="right")
         ax.set_xlim(-0.6, len(algos) - 0.4)
-        ax.set_title(f"d = {format_bound(bound)}", pad=62)
         ax.set_ylim(bottom=0, top=top * 1.05)
         ax.grid(axis="x", visible=False)
+    pad = _tallest_points(fig, notes) + 4
+    for ax, bound in zip(axes[0], bounds):
+        ax.set_title(f"d = {format_bound(bound)}", pad=pad)
     axes[0][0].set_ylabel(COST_AXIS)
     handles = [Patch(facecolor="white", edgecolor="black", hatch="//", label="with noise"),
                Patch(facecolor="#777777", edgecolor="black", alpha=0.45, label="greedy"),

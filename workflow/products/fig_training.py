@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 
 from metrics.schema import require_columns as _require
 
-from .style import (BOUND_COLOR, algo_label, algo_style, apply_rc, bound_styles, format_bound, multiplier_symbol,
+from .style import (BOUND_COLOR, algo_label, algo_style, apply_rc, bound_styles, format_bound, multiplier_label,
                     ordered_algos, ordered_tasks, task_label)
 
 
@@ -87,7 +87,8 @@ def figure_training_curves(per_iterate: pd.DataFrame, *, task: str, window: int 
 def figure_multipliers(traces: pd.DataFrame, *, yscale: str = "linear"):
     """Figure A.2: the multiplier over training, one panel per task (rows) and algorithm with a
     multiplier (columns: PPO-Lag's lambda first, as the paper draws it; P3O's kappa and FOCOPS's
-    nu are different quantities, so each has its own column and y axis). In each panel one
+    nu are different quantities, so each has its own column and y axis, labelled with what the
+    algorithm table says its multiplier is). In each panel one
     curve per bound, mean +- 1 sample std over seeds, so the bounds compare at a glance."""
     _require(traces, ["task", "bound", "algo", "seed", "iteration", "multiplier"], "traces")
     df = traces[np.isfinite(traces["multiplier"].astype(float))]
@@ -124,12 +125,12 @@ def figure_multipliers(traces: pd.DataFrame, *, yscale: str = "linear"):
                 if yscale == "linear" and len(here) and float(here["multiplier"].min()) >= 0:
                     ax.set_ylim(bottom=0)  # the multipliers are never negative
             if r == 0:
-                ax.set_title(f"{algo_label(algo)}: {multiplier_symbol(algo)}")
+                ax.set_title(algo_label(algo))
             if r == len(tasks) - 1:
                 ax.set_xlabel(x_label)
                 _format_steps(ax, float(df[x].max()))
-            if c == 0:
-                ax.set_ylabel(f"{task_label(task)}\nmultiplier (unitless)")
+            # each algorithm's own quantity (the algorithm table's name for it), the task left of each row
+            ax.set_ylabel(f"{task_label(task)}\n{multiplier_label(algo)}" if c == 0 else multiplier_label(algo))
     seen = {}
     for ax in axes.flat:
         for h, label in zip(*ax.get_legend_handles_labels()):

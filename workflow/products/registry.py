@@ -1,34 +1,42 @@
-"""The product table: every table and figure the sweep makes, in one place.
+"""The product table: every table and figure the sweep makes, found in one package.
 
-Everything else is derived from it: the Snakemake rules and `PRODUCT_TARGETS`
-(workflow/rules/products.smk defines one rule per entry), the report entries (category,
-subcategory and caption `workflow/report/{caption}.rst` of each) and the one script every
-product rule runs (workflow/scripts/product.py). A new figure or table is a build function
-plus one entry here.
+Each product is one module of `workflow/products/catalog/` that defines `PRODUCT = Product(...)`:
+what it reads from the sweep (`inputs`), how it is built (`build`), its report caption and
+category, and the settings it reads (its own, with defaults, and shared ones by name). The
+module's name is the product's name and Snakemake rule. Everything else is derived from the
+table: the rules and `PRODUCT_TARGETS` (workflow/rules/products.smk), the report entries and
+their caption files (`write_captions`), the `products` settings' defaults (settings.py) and
+the one script every product rule runs (workflow/scripts/product.py).
 
-A build function is called as `f(inputs, outputs, settings, wildcards)`:
-- `inputs`: name -> path (or list of paths), the entry's `inputs` resolved for the sweep;
+A build function is called as `build(inputs, outputs, settings, wildcards)`:
+- `inputs`: name -> path (or list of paths), the module's `inputs(files, wildcards)` resolved;
 - `outputs`: a figure's [pdf, png] paths, or a table's {"csv", "md", "tex", "html"} paths;
-- `settings`: the `products` settings the entry names (font size and dpi always), and for
-  entries with `run_params` the extra values they ask for;
+- `settings`: the resolved settings the product declares (font size and dpi for figures);
 - `wildcards`: {"task": ...} for per-task products, else {}.
 Products read the metrics engine's outputs (docs/metrics.md) and never run it.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
-from dataclasses import dataclass
+import os
+import pkgutil
+from dataclasses import dataclass, field
 from typing import Callable
 
 FIGURE, TABLE = "figure", "table"
 FORMATS = {FIGURE: ("pdf", "png"), TABLE: ("csv", "md", "tex", "html")}
 REPORT_FORMAT = {FIGURE: "png", TABLE: "html"}  # the file the Snakemake report shows
+FIGURE_SETTINGS = ("font_size", "dpi")  # every figure reads these
+CATALOG = "workflow.products.catalog"
 
 # Report categories: products that show one phase group, or the phases side by side.
 ALL_PHASES = "Training, final with noise, final greedy"
 TRAINING = "Training (with exploration noise)"
 FINAL = "Final policy: with noise vs greedy"
 SETUP = "Set-up: tiers and hyperparameters"
+CATEGORIES = (SETUP, ALL_PHASES, TRAINING, FINAL)
 
 
 @dataclass(frozen=True)
@@ -37,119 +45,121 @@ class SweepFiles:
 
     aggregate / tiers: the engine's stage-2 / stage-3 files by name; thresholds: the
     configured thresholds as written for the tiers step; runs(name, task=None): a file of
-    every run (of one task); figure1_run: the run Figure 1 shows (task, bound, algo, seed,
-    bound_label)."""
+    every run (of one task)."""
     aggregate: dict
     tiers: dict
     thresholds: str
     runs: Callable[..., list]
-    run_file: Callable[..., str]
-    figure1_run: dict
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Product:
-    name: str                # rule name
+    """One table or figure. `name` is filled in from the module's name when the table is read."""
     kind: str                # FIGURE or TABLE
-    stem: str                # file name without extension; "{task}" for per-task products
-    build: str               # function name in workflow.products.build, or "module:function"
+    category: str            # one of CATEGORIES
+    caption: str             # reStructuredText; Jinja sees `snakemake.params` and `snakemake.wildcards`
     inputs: Callable[[SweepFiles, dict], dict]  # (files, wildcards) -> {name: path or paths}
-    caption: str             # workflow/report/{caption}.rst
-    category: str
-    settings: tuple = ()     # `products` settings keys it uses ("a.b" picks one nested value)
-    run_params: Callable[[SweepFiles], dict] | None = None  # extra params, e.g. Figure 1's run
+    build: Callable          # build(inputs, outputs, settings, wildcards)
+    stem: str = ""           # file name without extension, "{task}" in it for per-task products; default: name
+    settings: dict = field(default_factory=dict)  # its own `products` settings with defaults (nested allowed)
+    shared: tuple = ()       # shared settings it reads (settings.SHARED: baseline, bold, decimals)
+    check: Callable[[dict], None] | None = None  # raises ValueError naming a bad value of its own settings
     paper: str = ""          # the paper item it reproduces (docs/products.md)
+    name: str = ""
+
+    @property
+    def file_stem(self) -> str:
+        return self.stem or self.name
 
     @property
     def per_task(self) -> bool:
-        return "{task}" in self.stem
+        return "{task}" in self.file_stem
 
     def outputs(self, directory: str, **wildcards):
         """The output paths (a list for figures, a dict by format for tables)."""
-        stem = self.stem.format(**wildcards) if wildcards else self.stem
+        stem = self.file_stem.format(**wildcards) if wildcards else self.file_stem
         paths = {ext: f"{directory}/{stem}.{ext}" for ext in FORMATS[self.kind]}
         return paths if self.kind == TABLE else list(paths.values())
 
-    def settings_of(self, settings: dict) -> dict:
-        out = {k: settings[k] for k in ("font_size", "dpi")} if self.kind == FIGURE else {}
-        for key in self.settings:
-            head, _, sub = key.partition(".")
-            if sub:
-                out.setdefault(head, {})[sub] = settings[head][sub]
-            else:
-                out[head] = settings[head]
+    def settings_of(self, resolved: dict) -> dict:
+        """The resolved values of the settings it reads, nested as declared one level deep
+        (it declares {"cdf_xmax": {"figure2": 2.0}}: it gets cdf_xmax's figure2 alone)."""
+        out = {k: resolved[k] for k in FIGURE_SETTINGS} if self.kind == FIGURE else {}
+        out.update({k: resolved[k] for k in self.shared})
+        for key, default in self.settings.items():
+            out[key] = {sub: resolved[key][sub] for sub in default} if isinstance(default, dict) else resolved[key]
         return out
 
-    def function(self) -> Callable:
-        module, _, name = self.build.rpartition(":")
-        return getattr(importlib.import_module(module or "workflow.products.build"), name)
+
+def _checked(product: Product, module) -> Product:
+    where = f"{module.__file__}: PRODUCT"
+    if product.name and product.name != module.__name__.rpartition(".")[2]:
+        raise ValueError(f"{where}: name {product.name!r} differs from the module's; leave it out")
+    product = dataclasses.replace(product, name=module.__name__.rpartition(".")[2])
+    if product.kind not in FORMATS:
+        raise ValueError(f"{where}: kind {product.kind!r} is not one of {sorted(FORMATS)}")
+    if product.category not in CATEGORIES:
+        raise ValueError(f"{where}: category {product.category!r} is not one of {list(CATEGORIES)}")
+    if not product.caption.strip():
+        raise ValueError(f"{where}: caption is empty")
+    if not (callable(product.inputs) and callable(product.build)):
+        raise ValueError(f"{where}: inputs and build must be functions")
+    if product.file_stem.replace("{task}", "").count("{"):
+        raise ValueError(f"{where}: stem {product.file_stem!r} may hold no wildcard but {{task}}")
+    return product
 
 
-def _aggregate(*names):
-    return lambda files, w: {n: files.aggregate[n] for n in names}
+def discover(package: str = CATALOG) -> list[Product]:
+    """Every product module of `package` (names starting with "_" are helpers), tables first,
+    then figures, each by name."""
+    pkg = importlib.import_module(package)
+    products = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        if not isinstance(getattr(module, "PRODUCT", None), Product):
+            raise ValueError(f"{module.__file__}: a product module defines PRODUCT = Product(...)")
+        products.append(_checked(module.PRODUCT, module))
+    return sorted(products, key=lambda p: (p.kind != TABLE, p.name))
 
 
-def _figure1_run(files: SweepFiles) -> dict:
-    return {"run": {k: files.figure1_run[k] for k in ("task", "bound", "algo", "seed")}}
+@functools.cache
+def products() -> tuple[Product, ...]:
+    """The product table (read once per process)."""
+    return tuple(discover())
 
 
-PRODUCTS: list[Product] = [
-    Product("table1", TABLE, "table1", "table1", lambda f, w: {"thresholds": f.thresholds}, "table1", SETUP,
-            paper="Table 1"),
-    Product("tableA1", TABLE, "tableA1", "table_a1", lambda f, w: {"runs": f.runs("run.json")}, "tableA1", SETUP,
-            paper="Table A.1"),
-    Product("table2", TABLE, "table2", "table2",
-            lambda f, w: {"iqm": f.aggregate["iqm"], "tiers": f.tiers["tiers"], "runs": f.runs("run.json")}, "table2",
-            ALL_PHASES, ("baseline", "decimals", "bold"), paper="Table 2"),
-    Product("tableA2", TABLE, "tableA2", "table_a2",
-            lambda f, w: {"iqm": f.aggregate["iqm"], "tiers": f.tiers["tiers"], "runs": f.runs("run.json")}, "tableA2", FINAL,
-            ("baseline", "decimals", "bold"), paper="Table A.2"),
-    Product("tableA3", TABLE, "tableA3", "table_a3",
-            lambda f, w: {"iqm": f.aggregate["iqm"], "tiers": f.tiers["tiers"], "runs": f.runs("run.json")}, "tableA3", ALL_PHASES,
-            ("baseline", "decimals", "bold"), paper="Table A.3"),
-    Product("tableA_task", TABLE, "tableA_task_{task}", "task_table",
-            lambda f, w: {"conditions": f.tiers["conditions"]}, "tableA_task", ALL_PHASES, ("decimals",),
-            paper="Tables A.4-A.7"),
-    Product("figure1", FIGURE, "figure1", "figure1",
-            lambda f, w: {"summary": f.run_file("summary.parquet", **{
-                k: f.figure1_run["bound_label" if k == "bound" else k] for k in ("task", "bound", "algo", "seed")})},
-            "figure1", FINAL, run_params=_figure1_run, paper="Figure 1"),
-    Product("figure2", FIGURE, "figure2", "figure2", _aggregate("cdf"), "figure2", ALL_PHASES,
-            ("cdf_xmax.figure2",), paper="Figure 2"),
-    Product("figureA1", FIGURE, "figureA1", "figure_a1", _aggregate("cdf"), "figureA1", ALL_PHASES,
-            ("cdf_xmax.figureA1",), paper="Figure A.1"),
-    Product("figureA2_multipliers", FIGURE, "figureA2", "figure_multipliers",
-            lambda f, w: {"traces": f.runs("trace.parquet")}, "figureA2", TRAINING, ("multiplier_yscale",),
-            paper="Figure A.2"),
-    Product("figureA_training_curves", FIGURE, "figureA_curves_{task}", "figure_training_curves",
-            lambda f, w: {"summaries": f.runs("summary.parquet", task=w["task"]),
-                          "traces": f.runs("trace.parquet", task=w["task"])},
-            "figureA_curves", TRAINING, ("smoothing_window",), paper="Figures A.3-A.6"),
-    Product("figureA_final_costs", FIGURE, "figureA_final_{task}", "figure_final_costs",
-            _aggregate("final_episodes", "condition_stats"), "figureA_final", FINAL, paper="Figures A.7-A.10"),
-    Product("figure_tier_sensitivity", FIGURE, "figure_tier_sensitivity", "tier_sensitivity",
-            lambda f, w: {"iqm": f.aggregate["iqm"], "tiers": f.tiers["tiers"], "thresholds": f.thresholds},
-            "figure_tier_sensitivity", ALL_PHASES, ("sensitivity",)),
-]
-
-
-def by_name(products=None) -> dict[str, Product]:
-    products = PRODUCTS if products is None else products
-    names = [p.name for p in products]
+def by_name(table=None) -> dict[str, Product]:
+    table = products() if table is None else table
+    names = [p.name for p in table]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ValueError(f"product table: duplicate name(s) {duplicates}")
-    return {p.name: p for p in products}
+    return {p.name: p for p in table}
 
 
-def targets(directories: dict, tasks, products=None) -> list[str]:
+def targets(directories: dict, tasks, table=None) -> list[str]:
     """Every output file of every product (per-task ones for each task): PRODUCT_TARGETS."""
     out = []
-    for p in PRODUCTS if products is None else products:
+    for p in products() if table is None else table:
         for wildcards in ([{"task": t} for t in tasks] if p.per_task else [{}]):
             paths = p.outputs(directories[p.kind], **wildcards)
             out += list(paths.values()) if isinstance(paths, dict) else paths
     return out
+
+
+def write_captions(directory: str, table=None) -> dict[str, str]:
+    """Each product's caption as `directory/{name}.rst` (the file Snakemake's report reads);
+    returns name -> path."""
+    from metrics.atomic import write_text
+
+    os.makedirs(directory, exist_ok=True)
+    paths = {}
+    for p in products() if table is None else table:
+        paths[p.name] = os.path.join(directory, f"{p.name}.rst")
+        write_text(paths[p.name], p.caption.strip() + "\n")
+    return paths
 
 
 def run_from_snakemake(smk) -> None:
@@ -157,6 +167,21 @@ def run_from_snakemake(smk) -> None:
     product = by_name()[smk.params.product]
     outputs = dict(smk.output.items()) if product.kind == TABLE else list(smk.output)
     inputs = {name: (list(value) if not isinstance(value, str) else value) for name, value in smk.input.items()}
-    extras = {name: value for name, value in smk.params.items() if name not in ("product", "settings")}
-    settings = {**smk.params.settings, **extras}
-    product.function()(inputs, outputs, settings, dict(smk.wildcards.items()))
+    product.build(inputs, outputs, dict(smk.params.settings), dict(smk.wildcards.items()))
+
+
+def main() -> None:
+    """Print the product table as Markdown: `python -m workflow.products.registry`."""
+    print("| rule | paper item | files | report category | settings |\n|---|---|---|---|---|")
+    for p in products():
+        own = list(p.shared) + [f"{k}.{sub}" if sub else k  # one level deep, as settings_of picks them
+                                for k, v in p.settings.items() for sub in (v if isinstance(v, dict) else [""])]
+        own = ", ".join(own) or "-"
+        print(f"| `{p.name}` | {p.paper or '-'} | `{p.kind}s/{p.file_stem}.{{{','.join(FORMATS[p.kind])}}}` "
+              f"| {p.category} | {own} |")
+
+
+if __name__ == "__main__":
+    from workflow.products import registry  # the module the catalog imports, not this __main__ copy
+
+    registry.main()

@@ -13,6 +13,8 @@ import matplotlib
 matplotlib.use("Agg")  # products are rendered headless (Snakemake jobs, CI)
 import matplotlib.pyplot as plt  # noqa: E402
 
+import envs  # noqa: E402  (the task table; imports no JAX)
+from algos import registry as algo_registry  # noqa: E402  (the algorithm table; imports no JAX)
 from metrics.schema import METRICS  # noqa: E402
 from metrics.thresholds import TIER_NAMES  # noqa: E402
 
@@ -26,12 +28,14 @@ class AlgoStyle:
     hatch: str
 
 
-# Grey levels (0.299 R + 0.587 G + 0.114 B): 0.00, 0.34, 0.47, 0.64.
+# Grey levels (0.299 R + 0.587 G + 0.114 B): 0.00, 0.34, 0.47, 0.64. Labels: the algorithm table's.
 KNOWN_ALGOS: dict[str, AlgoStyle] = {
-    "ppo": AlgoStyle("PPO", "#000000", "solid", "o", ""),
-    "ppo_lag": AlgoStyle("PPO-Lag", "#0072B2", "dashed", "s", "//"),
-    "focops": AlgoStyle("FOCOPS", "#D55E00", "dashdot", "^", "\\\\"),
-    "p3o": AlgoStyle("P3O", "#E69F00", (0, (1, 1)), "D", ".."),
+    name: AlgoStyle(algo_registry.label(name), *look) for name, look in {
+        "ppo": ("#000000", "solid", "o", ""),
+        "ppo_lag": ("#0072B2", "dashed", "s", "//"),
+        "focops": ("#D55E00", "dashdot", "^", "\\\\"),
+        "p3o": ("#E69F00", (0, (1, 1)), "D", ".."),
+    }.items()
 }
 ALGO_ORDER = list(KNOWN_ALGOS)
 
@@ -70,24 +74,9 @@ TIER_COLORS = ["#fde0c5", "#bcbddc", "#9e9ac8", "#6a51a3", "#3f007d"]
 
 BOUND_COLOR = "#CC0000"  # the bound line in every figure
 
-# The multiplier each algorithm's trace records, by its usual symbol; others say what the
-# algorithm table (algos/registry.py) says their column holds, else "multiplier".
-MULTIPLIER_SYMBOLS = {"ppo_lag": "\u03bb (Lagrange multiplier)", "p3o": "\u03ba (penalty factor)",
-                      "focops": "\u03bd (cost weight)"}
-
-
-def _registry():
-    """algos.registry (plain Python, no JAX), or None where the trainer's package is absent."""
-    try:
-        from algos import registry
-    except ImportError:
-        return None
-    return registry
-
-
-def multiplier_symbol(algo: str) -> str:
-    registry = _registry()
-    return MULTIPLIER_SYMBOLS.get(algo) or (registry and registry.multiplier_label(algo)) or "multiplier"
+def multiplier_label(algo: str) -> str:
+    """What an algorithm's trace `multiplier` column holds, as the algorithm table names it."""
+    return algo_registry.multiplier_label(algo) or "multiplier"
 
 
 _BOUND_LINESTYLES = ["solid", "dashed", "dotted", "dashdot"]
@@ -112,11 +101,11 @@ def ordered_algos(algos) -> list[str]:
     return known + sorted(a for a in algos if a not in KNOWN_ALGOS)
 
 
-TASK_ORDER = ["goal", "circle", "push", "button"]
+TASK_ORDER = list(envs.TASKS)
 
 
 def ordered_tasks(tasks) -> list[str]:
-    """The paper's task order (goal, circle, push, button; with or without the CRAX
+    """The task table's order (goal, circle, push, button; with or without the CRAX
     `safe_..._point` spelling), then any others sorted."""
     def rank(task):
         short = task.removeprefix("safe_").removesuffix("_point")
@@ -136,12 +125,8 @@ def algo_style(algo: str, all_algos=None) -> AlgoStyle:
 
 
 def algo_label(algo: str) -> str:
-    """The paper's four by their looks' labels, any other by the algorithm table's label
-    (algos/registry.py), a name the table does not know as it is."""
-    if algo in KNOWN_ALGOS:
-        return KNOWN_ALGOS[algo].label
-    registry = _registry()
-    return registry.label(algo) if registry is not None else algo
+    """The algorithm table's label (algos/registry.py); a name it does not know as it is."""
+    return algo_registry.label(algo)
 
 
 def task_label(task: str) -> str:

@@ -19,11 +19,11 @@ import pandas as pd
 from metrics.schema import require_columns as _require
 from metrics.tiers import P_COLUMNS as P_TIER_COLUMNS
 
-from .settings import DEFAULTS
+from .settings import SHARED
 from .style import HIGHER_IS_BETTER, METRIC_LABELS, PHASE_LABELS, TABLE_METRICS, algo_label, ordered_algos, task_label
 from .tablefmt import Table
 
-DEFAULT_DECIMALS = DEFAULTS["decimals"]
+DEFAULT_DECIMALS = SHARED["decimals"]
 BOLD_RULES = ("paper", "safe")
 
 

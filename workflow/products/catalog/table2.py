@@ -1,3 +1,18 @@
+"""Table 2: training and final greedy IQMs with tiers."""
+from workflow.products.registry import ALL_PHASES, Product, TABLE
+from workflow.products.sweep_io import iqm_inputs, iqm_table
+
+
+inputs = iqm_inputs
+
+
+def build(inputs, outputs, settings, wildcards):
+    from workflow.products import tables
+
+    return iqm_table(tables.table2, inputs, outputs, settings)
+
+
+CAPTION = """
 **Table 2: safety of each algorithm during training and of its final greedy policy.**
 Each number is an interquartile mean (IQM) over the (task, bound) conditions of the per-condition
 mean over seeds; training values are first averaged over every logged iterate of a run.
@@ -16,3 +31,8 @@ mean over seeds; training values are first averaged over every logged iterate of
 - Bold: the best value in a column among the algorithms other than the unconstrained baseline
   ({{ snakemake.params.settings["baseline"] }}), as in the paper{% if snakemake.params.settings["bold"] == "safe" %};
   here only among algorithms with tier >= 1 in that phase (``products.bold: safe``){% endif %}.
+"""
+
+PRODUCT = Product(
+    kind=TABLE, category=ALL_PHASES, shared=("baseline", "decimals", "bold"), paper="Table 2",
+    caption=CAPTION, inputs=inputs, build=build)
