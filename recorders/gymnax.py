@@ -92,7 +92,9 @@ def _functions(env, params, cost_key):
     return reset, step
 
 
-_default_functions = functools.lru_cache(maxsize=None)(lambda env, cost_key: _functions(env, None, cost_key))
+@functools.lru_cache(maxsize=None)
+def _default_functions(env, cost_key):
+    return _functions(env, None, cost_key)
 
 
 def evaluate_final(writer: EpisodeWriter, env, policy, reset_keys, noise_key, num_steps: int, *, params=None,

@@ -84,7 +84,7 @@ def lake():
             warnings.simplefilter("ignore")
             import safenax
     except ImportError as error:
-        pytest.skip(f"safenax is not installed ({error}); {INSTALL}")
+        pytest.skip(f"safenax does not import ({error}); {INSTALL}")
     # goal +1, every other step -0.02: returns that say how long an episode took
     return safenax.FrozenLakeV2(reward_schedule=(1.0, -0.02, -0.02))
 
