@@ -129,6 +129,15 @@ def _check_not_final(recorder) -> None:
                             f"evaluate_final, or record further training in another folder (another run)")
 
 
+def _count_cut_off(recorder, what: str, fix: str) -> None:
+    """One more reset in a row that cut an episode off; the CUT_OFF_WARNING-th is warned about
+    (``what`` happened; ``fix``: the wrapper order that keeps the episodes)."""
+    recorder._cut_offs += 1
+    if recorder._cut_offs == CUT_OFF_WARNING:
+        warnings.warn(RecorderWarning(f"{recorder.writer.folder}: {recorder._cut_offs} {what}. If a wrapper outside "
+                                      f"the recorder ends episodes, put it inside: {fix}"), stacklevel=3)
+
+
 def split_step(result, cost_key: str = DEFAULT_COST_KEY):
     """(obs, reward, cost, terminated, truncated, info) of either step convention.
 
@@ -198,13 +207,9 @@ class RecordEpisodes(gymnasium.Wrapper):
         if not self._checked_stack["reset"]:
             self._check_callers("reset")
         if self._running and self._length > 0:  # the episode in progress did not finish: not recorded
-            self._cut_offs += 1
-            if self._cut_offs == CUT_OFF_WARNING:
-                warnings.warn(RecorderWarning(
-                    f"{self.writer.folder}: {self._cut_offs} episodes in a row were cut off by reset() before they "
-                    f"terminated or were truncated, so none of them was recorded (the last after "
-                    f"{self._length} steps). If a wrapper outside the recorder ends episodes, put it inside: "
-                    f"RecordEpisodes(TimeLimit(env, ...), writer)"), stacklevel=2)
+            _count_cut_off(self, f"episodes in a row were cut off by reset() before they terminated or were "
+                                 f"truncated, so none of them was recorded (the last after {self._length} steps)",
+                           "RecordEpisodes(TimeLimit(env, ...), writer)")
         self._ret, self._cost, self._length, self._running = 0.0, 0.0, 0, True
         return self.env.reset(**kwargs)
 
@@ -299,14 +304,10 @@ class RecordVectorEpisodes(VectorWrapper):
         mask = np.ones(self._num_envs, bool) if mask is None else np.asarray(mask, bool)
         cut = mask & self._running & ~self._resetting & (self._length > 0)
         if cut.any():  # episodes cut off by the reset did not finish: their sums are dropped
-            self._cut_offs += 1
-            if self._cut_offs == CUT_OFF_WARNING:
-                warnings.warn(RecorderWarning(
-                    f"{self.writer.folder}: {self._cut_offs} resets in a row cut episodes off before they "
-                    f"terminated or were truncated ({int(cut.sum())} of {self._num_envs} envs this time), and no "
-                    f"iterate was recorded in between (cut-off episodes are not recorded). If a wrapper outside "
-                    f"the recorder ends episodes, put it inside: the vector env of envs that each end their "
-                    f"episodes, then RecordVectorEpisodes"), stacklevel=2)
+            _count_cut_off(self, f"resets in a row cut episodes off before they terminated or were truncated "
+                                 f"({int(cut.sum())} of {self._num_envs} envs this time), and no iterate was "
+                                 f"recorded in between (cut-off episodes are not recorded)",
+                           "the vector env of envs that each end their episodes, then RecordVectorEpisodes")
         self._ret[mask], self._cost[mask], self._length[mask] = 0.0, 0.0, 0
         self._running[mask], self._resetting[mask] = True, False
         return self.env.reset(seed=seed, options=options)

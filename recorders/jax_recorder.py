@@ -171,7 +171,7 @@ def final_rollout(reset, step, policy, reset_keys, noise_key, num_steps: int, no
 
     carry = (state, obs, init_sums(n), init_recorder(n, 1), noise_key)
     (_, _, _, rec, _), _ = jax.lax.scan(body, carry, None, length=num_steps)
-    return rec
+    return rec._replace(count=jnp.minimum(rec.count, 1))  # envs that auto-reset may complete more; the first is kept
 
 
 def evaluate_final(writer: EpisodeWriter, reset, step, policy, reset_keys, noise_key, num_steps: int) -> dict:
