@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from algos import runfolder
+from metrics import run_layout
 from metrics.schema import FINAL_PHASES, RUN_KEYS
 
 from . import fig_final, fig_training, setup_tables, tables
@@ -34,7 +34,7 @@ def _read_traces(paths) -> pd.DataFrame:
             raise ValueError(f"{path}: trace is missing column(s) {missing} (docs/api-contracts.md)")
         if not set(RUN_KEYS) <= set(df.columns):
             try:
-                df = df.assign(**runfolder.run_of_path(path))
+                df = df.assign(**run_layout.run_of_path(path))
             except ValueError as err:
                 raise ValueError(f"{err}, and the file has no task/bound/algo/seed columns") from None
         frames.append(df)
