@@ -42,7 +42,7 @@ rule all:
     default_target: True
     input:
         lambda wildcards: [path for name in RUN_FILES for path in all_runs(name)],
-        lambda wildcards: all_runs(runfolder.SUMMARY),
+        lambda wildcards: all_runs(run_layout.SUMMARY),
         AGGREGATE_FILES.values(),
         TIER_FILES.values(),
         PRODUCT_TARGETS,

@@ -9,10 +9,11 @@ penalty, PID terms, ...). An algorithm may also transform the task's observation
 (per-env state carried through rollout and evaluation) and replace the SGD policy step by its
 own step on the whole batch (algos/interface.py).
 
-Episode logging happens inside the rollout: each env remembers the first episode it finished
-since the last logged iterate; once every env has one, those N episodes form an iterate and
-are written to the chunk's log buffer together with the multiplier, the algorithm's traced
-state columns and the latest losses.
+Episode logging happens inside the rollout, through the recorder users get
+(recorders.jax_recorder.advance): each env keeps the first episode it finished since the last
+logged iterate; once every env has one, those N episodes form an iterate and are written to
+the chunk's log buffer together with the update, the multiplier, the algorithm's traced state
+columns and the latest losses.
 
 The programs close over the static config only; `Hyper` (bound, learning rates, algorithm
 scalars) and the seed are traced arguments.
@@ -33,18 +34,10 @@ from algos.hooks import standardise
 from algos.interface import LossInputs, PolicyStepInputs, update_stats
 from algos.networks import apply_mlp, init_params
 from algos.normalizer import Normalizer, init_normalizer, normalize, update_normalizer
+from recorders.jax_recorder import Finished, advance, builtin_finished, keep_first, no_episodes
 
 METRIC_NAMES = ("policy_loss", "value_loss", "cost_value_loss", "entropy", "approx_kl")
 EVAL_SALT = 0x5EED_E7A1 & 0x7FFFFFFF  # separates evaluation layouts from training layouts
-
-
-class Pending(NamedTuple):
-    """Per env: the first episode it finished since the last logged iterate."""
-
-    finished: jnp.ndarray  # bool [N]
-    ret: jnp.ndarray  # float32 [N]
-    cost: jnp.ndarray  # float32 [N]
-    length: jnp.ndarray  # int32 [N]
 
 
 class TrainState(NamedTuple):
@@ -54,7 +47,7 @@ class TrainState(NamedTuple):
     env_state: Any
     key: jnp.ndarray
     algo: Any  # the algorithm's own state (interface.AlgoState for the simple form)
-    pending: Pending
+    pending: Finished  # per env, the first episode it finished since the last logged iterate
     update: jnp.ndarray  # int32: updates done
     iterates: jnp.ndarray  # int32: iterates logged so far
     last_metrics: jnp.ndarray  # float32 [len(METRIC_NAMES)] of the latest update
@@ -62,14 +55,15 @@ class TrainState(NamedTuple):
 
 
 class IterateLog(NamedTuple):
-    """Iterates logged during one chunk (rows beyond `count` are unused)."""
+    """Iterates logged during one chunk (rows beyond `count` are unused); after `count` the
+    fields are the row of recorders.jax_recorder.advance: the episodes, then what the trainer adds."""
 
     count: jnp.ndarray  # int32: iterates completed in the chunk (> capacity means overflow)
-    update: jnp.ndarray  # int32 [C]: update index during whose rollout the iterate completed
-    step: jnp.ndarray  # int32 [C]: rollout step within that update
     ret: jnp.ndarray  # float32 [C, N]
     cost: jnp.ndarray  # float32 [C, N]
     length: jnp.ndarray  # int32 [C, N]
+    update: jnp.ndarray  # int32 [C]: update index during whose rollout the iterate completed
+    step: jnp.ndarray  # int32 [C]: rollout step within that update
     multiplier: jnp.ndarray  # float32 [C]
     metrics: jnp.ndarray  # float32 [C, len(METRIC_NAMES)]
     state: jnp.ndarray  # float32 [C, len(state_columns)]: the algorithm's traced state
@@ -97,7 +91,7 @@ class Programs(NamedTuple):
 
     init: Any  # (seed, hyper) -> TrainState
     chunk: Any  # (TrainState, hyper, num_updates) -> (TrainState, IterateLog, UpdateSummary)
-    evaluate: Any  # (params, normalizer, seed, noise_scale, hyper) -> (Pending over eval episodes, first obs)
+    evaluate: Any  # (params, normalizer, seed, noise_scale, hyper) -> (Finished of the eval episodes, first obs)
 
 
 def gae(rewards, values, bootstrap, done, truncated, discount, lam):
@@ -169,17 +163,6 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
                    else jnp.zeros((0,), jnp.float32))
         return jnp.asarray(values[0], jnp.float32), columns
 
-    def empty_pending(n):
-        return Pending(jnp.zeros((n,), bool), jnp.zeros((n,), jnp.float32), jnp.zeros((n,), jnp.float32),
-                       jnp.zeros((n,), jnp.int32))
-
-    def record_finished(pending: Pending, env_state) -> Pending:
-        newly = env_state.done & ~pending.finished
-        return Pending(pending.finished | env_state.done,
-                       jnp.where(newly, env_state.finished_return, pending.ret),
-                       jnp.where(newly, env_state.finished_cost, pending.cost),
-                       jnp.where(newly, env_state.finished_length.astype(jnp.int32), pending.length))
-
     # ---- init ------------------------------------------------------------------------
     def init(seed, h: Hyper) -> TrainState:
         key = jax.random.PRNGKey(seed)
@@ -189,7 +172,7 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
         env_state = jax.vmap(env.reset)(jax.random.split(k_env, N))
         tstate = () if transform is None else transform.init(N, h)
         return TrainState(params, adam.init(params), init_normalizer(obs_size), env_state, k_run,
-                          hooks.init(h), empty_pending(N), jnp.int32(0), jnp.int32(0),
+                          hooks.init(h), no_episodes(N), jnp.int32(0), jnp.int32(0),
                           jnp.full((n_metrics,), jnp.nan, jnp.float32), tstate)
 
     # ---- loss ------------------------------------------------------------------------
@@ -254,21 +237,9 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
                 reward = next_state.reward
             else:
                 tstate, reward = transform.step(tstate, next_state, h)
-            pending = record_finished(pending, next_state)
-            complete = jnp.all(pending.finished)
-            index = jnp.minimum(log.count, C - 1)
-
-            def write(log: IterateLog) -> IterateLog:
-                return IterateLog(
-                    log.count, log.update.at[index].set(state.update), log.step.at[index].set(step_index),
-                    log.ret.at[index].set(pending.ret), log.cost.at[index].set(pending.cost),
-                    log.length.at[index].set(pending.length), log.multiplier.at[index].set(multiplier),
-                    log.metrics.at[index].set(state.last_metrics),
-                    log.state.at[index].set(state_columns) if n_state else log.state)
-
-            log = jax.lax.cond(complete & (log.count < C), write, lambda log: log, log)
-            log = log._replace(count=log.count + complete.astype(jnp.int32))
-            pending = jax.tree_util.tree_map(lambda e, p: jnp.where(complete, e, p), empty_pending(N), pending)
+            extra = (state.update, step_index, multiplier, state.last_metrics, state_columns)
+            pending, rows, count = advance(pending, builtin_finished(next_state), log[1:], log.count, extra)
+            log = IterateLog(count, *rows)
             transition = Transition(obs, z, dist.log_prob(z, mu, sigma), reward, next_state.cost,
                                     next_state.done, next_state.truncated)
             return (next_state, tstate, pending, log, key), transition
@@ -336,9 +307,9 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
     # ---- chunk -----------------------------------------------------------------------
     def chunk(state: TrainState, h: Hyper, num_updates):
         """`chunk_updates` updates, skipping those at or past `num_updates` (a runtime budget)."""
-        log = IterateLog(jnp.int32(0), jnp.zeros((C,), jnp.int32), jnp.zeros((C,), jnp.int32),
-                         jnp.zeros((C, N), jnp.float32), jnp.zeros((C, N), jnp.float32),
-                         jnp.zeros((C, N), jnp.int32), jnp.zeros((C,), jnp.float32),
+        log = IterateLog(jnp.int32(0), jnp.zeros((C, N), jnp.float32), jnp.zeros((C, N), jnp.float32),
+                         jnp.zeros((C, N), jnp.int32), jnp.zeros((C,), jnp.int32), jnp.zeros((C,), jnp.int32),
+                         jnp.zeros((C,), jnp.float32),
                          jnp.zeros((C, n_metrics), jnp.float32), jnp.zeros((C, n_state), jnp.float32))
 
         def body(carry, _):
@@ -377,11 +348,11 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
             env_state = jax.vmap(env.step)(env_state, jnp.tanh(z))
             if transform is not None:
                 tstate, _ = transform.step(tstate, env_state, h)
-            return (env_state, tstate, record_finished(pending, env_state), key), None
+            return (env_state, tstate, keep_first(pending, builtin_finished(env_state)), key), None
 
         first_obs = env_state.obs
         tstate = () if transform is None else transform.init(E, h)
-        (_, _, pending, _), _ = jax.lax.scan(step, (env_state, tstate, empty_pending(E), k_noise), None, length=T)
+        (_, _, pending, _), _ = jax.lax.scan(step, (env_state, tstate, no_episodes(E), k_noise), None, length=T)
         return pending, first_obs
 
     return Programs(init, chunk, evaluate)

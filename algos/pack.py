@@ -93,7 +93,7 @@ def _stack(trees):
 
 
 def pack_name(members) -> str:
-    from algos.runfolder import run_id
+    from metrics.run_layout import run_id
 
     first = members[0].config
     return run_id(first.task, first.bound, first.algo, first.seed) + (f" +{len(members) - 1}" if len(members) > 1 else "")
@@ -115,7 +115,7 @@ def _start(members, compiled, say) -> tuple[object, list[Progress]]:
     from algos.core import METRIC_NAMES
     from algos.programs import stacked_hyper
     from algos.registry import get as get_algorithm
-    from algos.runfolder import CHECKPOINT_DIR
+    from metrics.run_layout import CHECKPOINT_DIR
 
     configs = padded_configs(members)
     fresh = compiled.init(jnp.asarray([c.seed for c in configs], jnp.int32), stacked_hyper(configs))
@@ -153,14 +153,14 @@ def _start(members, compiled, say) -> tuple[object, list[Progress]]:
 
 
 def _member_name(m: Member) -> str:
-    from algos.runfolder import run_id
+    from metrics.run_layout import run_id
 
     return run_id(m.config.task, m.config.bound, m.config.algo, m.config.seed)
 
 
 def _save(m: Member, p: Progress, state) -> None:
     from algos import checkpoint
-    from algos.runfolder import CHECKPOINT_DIR
+    from metrics.run_layout import CHECKPOINT_DIR
 
     meta = {"config": checkpoint.identity_of(m.config), "train_s": p.train_s, "restarts": p.restarts,
             "code_versions": p.code_versions}
@@ -260,12 +260,12 @@ def evaluate_final(members, compiled, state, progress):
     results = {}
     for phase, scale in (("final_explore", 1.0), ("final_greedy", 0.0)):
         pending, _ = compiled.evaluate(state.params, state.normalizer, seeds, jnp.float32(scale), h)
-        results[phase] = {k: np.asarray(getattr(pending, k)) for k in ("finished", "ret", "cost", "length")}
+        results[phase] = {k: np.asarray(getattr(pending, k)) for k in ("done", "ret", "cost", "length")}
     out = []
     for i, (m, p) in enumerate(zip(members, progress)):
         member = {phase: {k: v[i] for k, v in r.items()} for phase, r in results.items()}
         for phase, r in member.items():
-            if p.failed is None and not r["finished"].all():
+            if p.failed is None and not r["done"].all():
                 p.failed = f"{_member_name(m)}: {phase}: some evaluation episodes did not end within T steps"
         out.append(member)
     return out
@@ -279,6 +279,7 @@ def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_siz
     from algos import runfolder
     from algos.core import METRIC_NAMES
     from algos.registry import get as get_algorithm
+    from metrics import episode_table, run_layout
 
     config = m.config
     algorithm = get_algorithm(config.algo)
@@ -287,10 +288,11 @@ def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_siz
     J = len(arrays["update"])
     iterations = np.arange(J)
     meta_run = (config.task, config.bound, config.algo, config.seed)
-    blocks = [runfolder.episode_rows(*meta_run, "train", iterations, arrays["ret"], arrays["cost"], arrays["length"])]
+    blocks = [episode_table.episode_rows(*meta_run, "train", iterations, arrays["ret"], arrays["cost"],
+                                         arrays["length"])]
     for phase, r in final.items():
-        blocks.append(runfolder.episode_rows(*meta_run, phase, [max(J - 1, 0)], r["ret"][None], r["cost"][None],
-                                             r["length"][None]))
+        blocks.append(episode_table.episode_rows(*meta_run, phase, [max(J - 1, 0)], r["ret"][None],
+                                                 r["cost"][None], r["length"][None]))
     steps = arrays["update"].astype(np.int64) * S + arrays["step"] + 1
     trace = {
         "iteration": iterations, "update": arrays["update"].astype(np.int64), "env_steps": steps * N,
@@ -303,15 +305,15 @@ def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_siz
         # the algorithm's own state at the same points (its registry entry's state_columns)
         **{name: arrays["state"][:, i].astype(np.float64) for i, name in enumerate(algorithm.state_columns)},
     }
-    episodes = runfolder.episodes_table(blocks)
+    episodes = episode_table.episodes_table(blocks)
     trace = runfolder.trace_table(trace, algorithm.state_columns)
     files = {}
-    for name, table in ((runfolder.EPISODES, episodes), (runfolder.TRACE, trace)):
+    for name, table in ((run_layout.EPISODES, episodes), (run_layout.TRACE, trace)):
         runfolder.write_parquet(os.path.join(m.out, name), table)
         files[name] = runfolder.file_record(os.path.join(m.out, name), table.num_rows)
     env_steps = config.num_updates * config.steps_per_update
     device = jax.devices()[0]
-    runfolder.write_json(os.path.join(m.out, runfolder.RUN_JSON), {
+    runfolder.write_json(os.path.join(m.out, run_layout.RUN_JSON), {
         "config": config.to_dict(), "preset": m.preset, "complete": True,
         "files": files, "code_version": p.code_versions[-1], "code_versions": p.code_versions,
         "env_steps": env_steps, "iterates": J, "updates": config.num_updates,
@@ -324,7 +326,7 @@ def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_siz
                    "host": platform.node(), "cpus": os.cpu_count()},
         "versions": _versions(),
     })
-    shutil.rmtree(os.path.join(m.out, runfolder.CHECKPOINT_DIR), ignore_errors=True)
+    shutil.rmtree(os.path.join(m.out, run_layout.CHECKPOINT_DIR), ignore_errors=True)
 
 
 def _versions() -> dict:

@@ -1,89 +1,28 @@
-"""The run folder: its contract (paths, bound labels, file names, markers) and its writers.
+"""The trainer's side of the run folder: its writers and the completeness check of what it wrote.
 
-This module is the one place that says what a run folder is. The trainer (algos.train), the
-sweep's rule files (workflow/rules/common.smk), the job wrapper (workflow.train_job), the
-status report (workflow.status) and the products import these names; it imports nothing from
-`workflow`, so the trainer can use it alone.
-
-A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` holds
-- `episodes.parquet`, `trace.parquet`: written by the trainer, each atomically;
-- `spec.json`: the run spec, what to train (trainer preset name and the resolved config),
-  written by the workflow before the run is trained (`write_spec`) and read by the trainer;
-- `run.json`: written last; it records the run's config, the rows, size and sha256 of the
-  two tables, and every code version that trained the run, so "complete" means every file
-  is present *and* agrees with it (`incomplete_reason`);
-- `summary.parquet`: stage 1 of the metrics (the workflow's summarise rule);
-- `checkpoint/`: while a run is interrupted (algos.checkpoint);
-- `job.json`: the job marker and lock: who runs (or last ran) this folder (algos.runlock);
-- `failure.json`: why the last attempt failed, when it failed for good (not a time limit).
+The folder's layout (paths, file names, markers, bound labels) is `metrics.run_layout`, which
+the workflow reads too. Here: the run spec (written by the workflow, read by the trainer), the
+code version a run was trained with, the atomic writers of the tables and JSON files, and
+`incomplete_reason`: a folder is complete when run.json (written last) says so and each table
+it vouches for has the size, row count and sha256 it recorded. The trainer, the sweep's job
+wrapper and the status report use these; this module imports nothing from `workflow`.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from metrics import run_layout as layout
 from metrics.atomic import atomic_write as _atomic
 
-# ---- the contract: names and paths ------------------------------------------------------
-RUNS_ROOT = "results/runs"
-RUN_DIR = RUNS_ROOT + "/{task}/d{bound}/{algo}/seed{seed}"
-EPISODES = "episodes.parquet"
-TRACE = "trace.parquet"
-RUN_JSON = "run.json"
-SPEC = "spec.json"
-RUN_FILES = (EPISODES, TRACE, RUN_JSON)  # run.json last: the trainer writes it after the others
-SUMMARY = "summary.parquet"
-CHECKPOINT_DIR = "checkpoint"
-JOB_MARKER = "job.json"
-FAILURE_RECORD = "failure.json"
-# What the path pieces may look like (Snakemake wildcard constraints use the same patterns).
-WILDCARD_PATTERNS = {"task": r"[a-z][a-z0-9_]*", "bound": r"[0-9]+(\.[0-9]+)?",
-                     "algo": r"[a-z][a-z0-9_]*", "seed": r"[0-9]+"}
-# The source folders whose code decides a run's result (see code_version).
-CODE_PACKAGES = ("algos", "envs")
-
-
-def bound_label(bound: float) -> str:
-    """Path label of a bound, plain decimal digits: 25 -> '25', 12.5 -> '12.5', 1e-05 -> '0.00001'.
-
-    The shortest digits that read back as the same float, never an exponent, so the label
-    matches WILDCARD_PATTERNS["bound"] and the trainer, given the label, gets the same bound.
-    """
-    bound = float(bound)
-    if not (math.isfinite(bound) and bound > 0):
-        raise ValueError(f"bound {bound} must be a finite number > 0")
-    return np.format_float_positional(bound, trim="-")
-
-
-def run_id(task: str, bound: str | float, algo: str, seed: int | str) -> str:
-    """`task/d<bound label>/algo/seed<seed>`; a float bound is turned into its label."""
-    label = bound if isinstance(bound, str) else bound_label(bound)
-    return f"{task}/d{label}/{algo}/seed{seed}"
-
-
-def run_dir(root: str | os.PathLike, task: str, bound: str | float, algo: str, seed: int | str) -> Path:
-    """The run folder under a sweep's working directory `root`."""
-    return Path(root) / RUNS_ROOT / run_id(task, bound, algo, seed)
-
-
-def run_of_path(path: str | os.PathLike) -> dict:
-    """task, bound, algo and seed of a file in a run folder (the inverse of `run_dir`)."""
-    parts = Path(path).as_posix().split("/")
-    try:
-        task, d, algo, seed = parts[-5], parts[-4], parts[-3], parts[-2]
-        if not (d.startswith("d") and seed.startswith("seed")):
-            raise ValueError
-        return {"task": task, "bound": float(d[1:]), "algo": algo, "seed": int(seed[4:])}
-    except (IndexError, ValueError):
-        raise ValueError(f"{path}: expected a file of a run folder .../{{task}}/d{{bound}}/{{algo}}/seed{{seed}}/"
-                         ) from None
+# The source folders whose code decides a run's result (see code_version); recorders: the
+# trainer logs its iterates with recorders.jax_recorder.
+CODE_PACKAGES = ("algos", "envs", "recorders")
 
 
 def code_version(repo: str | os.PathLike | None = None) -> str:
@@ -104,7 +43,7 @@ def spec_of(preset: str, config) -> dict:
 
 def write_spec(folder: str | os.PathLike, spec: dict) -> bool:
     """Write spec.json unless it already holds `spec` (so its mtime moves only on a change)."""
-    path = Path(folder) / SPEC
+    path = Path(folder) / layout.SPEC
     try:
         if json.loads(path.read_text()) == spec:
             return False
@@ -153,7 +92,7 @@ def read_json(path: str | os.PathLike) -> dict | None:
 
 def read_run_json(folder: str | os.PathLike) -> dict | None:
     """run.json as a dict, or None when it is absent or unreadable."""
-    return read_json(Path(folder) / RUN_JSON)
+    return read_json(Path(folder) / layout.RUN_JSON)
 
 
 def file_record(path: str | os.PathLike, rows: int) -> dict:
@@ -175,17 +114,17 @@ def _table_problem(path: Path, record: dict | None, rows: int | None, verify: bo
         return f"{name} missing"
     st = path.stat()
     if record is not None and st.st_size != record.get("bytes"):
-        return f"{name} is {st.st_size} bytes, {RUN_JSON} recorded {record.get('bytes')}"
+        return f"{name} is {st.st_size} bytes, {layout.RUN_JSON} recorded {record.get('bytes')}"
     try:
         n = pq.read_metadata(path).num_rows
     except (OSError, pa.ArrowException) as err:
         return f"{name} unreadable ({type(err).__name__})"
     want = record.get("rows") if record is not None else rows
     if want is not None and want != n:
-        return f"{name} has {n} rows, {RUN_JSON} recorded {want}"
+        return f"{name} has {n} rows, {layout.RUN_JSON} recorded {want}"
     if record is not None and (verify or st.st_mtime_ns != record.get("mtime_ns")):
         if _sha256(path) != record.get("sha256"):
-            return f"{name} is damaged (its sha256 differs from the one {RUN_JSON} recorded)"
+            return f"{name} is damaged (its sha256 differs from the one {layout.RUN_JSON} recorded)"
     return None
 
 
@@ -200,13 +139,13 @@ def incomplete_reason(folder: str | os.PathLike, verify: bool = False) -> str | 
     counts only: then the tables need to be readable with those counts.
     """
     folder = Path(folder)
-    if not (folder / RUN_JSON).exists():
-        return f"{RUN_JSON} missing"
+    if not (folder / layout.RUN_JSON).exists():
+        return f"{layout.RUN_JSON} missing"
     meta = read_run_json(folder)
     if meta is None or meta.get("complete") is not True:
-        return f"{RUN_JSON} unreadable or not marked complete"
+        return f"{layout.RUN_JSON} unreadable or not marked complete"
     files, rows = meta.get("files") or {}, meta.get("rows") or {}
-    for name in (EPISODES, TRACE):
+    for name in (layout.EPISODES, layout.TRACE):
         problem = _table_problem(folder / name, files.get(name), rows.get(name), verify)
         if problem is not None:
             return problem
@@ -214,11 +153,6 @@ def incomplete_reason(folder: str | os.PathLike, verify: bool = False) -> str | 
 
 
 # ---- writers ---------------------------------------------------------------------------------
-EPISODE_SCHEMA = pa.schema([
-    ("task", pa.string()), ("bound", pa.float64()), ("algo", pa.string()), ("seed", pa.int64()),
-    ("phase", pa.string()), ("iteration", pa.int64()), ("episode", pa.int64()),
-    ("return", pa.float64()), ("cost", pa.float64()), ("length", pa.int64()),
-])
 TRACE_COLUMNS = ("iteration", "update", "env_steps", "wall_time", "multiplier", "policy_loss", "value_loss",
                  "cost_value_loss", "entropy", "approx_kl", "mean_return", "mean_cost")
 
@@ -233,29 +167,6 @@ def write_json(path: str, obj: dict) -> None:
             json.dump(obj, f, indent=1, sort_keys=True, allow_nan=True)
             f.write("\n")
     _atomic(path, write)
-
-
-def episode_rows(task: str, bound: float, algo: str, seed: int, phase: str, iterations, ret, cost, length) -> dict:
-    """Columns for a [J, N] block of episodes (iterations has length J)."""
-    ret, cost, length = (np.asarray(x) for x in (ret, cost, length))
-    n_iter, n_env = ret.shape
-    iterations = np.repeat(np.asarray(iterations, np.int64), n_env)
-    return {
-        "task": np.full(ret.size, task, dtype=object), "bound": np.full(ret.size, float(bound)),
-        "algo": np.full(ret.size, algo, dtype=object), "seed": np.full(ret.size, int(seed), np.int64),
-        "phase": np.full(ret.size, phase, dtype=object), "iteration": iterations,
-        "episode": np.tile(np.arange(n_env, dtype=np.int64), n_iter),
-        "return": ret.astype(np.float64).ravel(), "cost": cost.astype(np.float64).ravel(),
-        "length": length.astype(np.int64).ravel(),
-    }
-
-
-def episodes_table(blocks: list[dict]) -> pa.Table:
-    columns = {name: np.concatenate([b[name] for b in blocks]) for name in EPISODE_SCHEMA.names}
-    table = pa.Table.from_pydict(columns, schema=EPISODE_SCHEMA)
-    if not np.all(np.isfinite(columns["return"])) or not np.all(np.isfinite(columns["cost"])):
-        raise ValueError("episodes: non-finite return or cost produced by training; refusing to write")
-    return table
 
 
 def trace_table(trace: dict, state_columns=()) -> pa.Table:

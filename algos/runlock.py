@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from algos.runfolder import JOB_MARKER
+from metrics.run_layout import JOB_MARKER
 
 LOG_ENV = "SAFERL_TRAIN_LOG"  # the job's log, recorded in the marker for workflow.status
 SLURM_ACTIVE_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}

@@ -54,6 +54,7 @@ class _StopFlag:
 def _to_train(members, say) -> tuple[list, dict]:
     """The members that need training, and failures of folders that hold another run."""
     from algos import runfolder
+    from metrics import run_layout
 
     todo, failures = [], {}
     for m in members:
@@ -67,7 +68,7 @@ def _to_train(members, say) -> tuple[list, dict]:
                 continue
             say(f"[algos.train] {m.out}: run already complete")
             continue
-        stale = os.path.join(m.out, runfolder.RUN_JSON)
+        stale = os.path.join(m.out, run_layout.RUN_JSON)
         if os.path.exists(stale):  # a half-written folder must not look complete while it is retrained
             say(f"[algos.train] {m.out}: incomplete ({reason}); training it again")
             os.remove(stale)
@@ -196,13 +197,14 @@ def record_failure(out_dir: str, message: str) -> None:
     """failure.json: the last attempt failed for a reason a retry would meet again (an error,
     not a signal or a time limit); workflow.train_job reads it before a retry."""
     from algos import runfolder
+    from metrics import run_layout
 
-    runfolder.write_json(os.path.join(out_dir, runfolder.FAILURE_RECORD),
+    runfolder.write_json(os.path.join(out_dir, run_layout.FAILURE_RECORD),
                          {"error": message, "time": time.time(), "host": platform.node(), "pid": os.getpid()})
 
 
 def clear_failure(out_dir: str) -> None:
-    from algos.runfolder import FAILURE_RECORD
+    from metrics.run_layout import FAILURE_RECORD
 
     path = os.path.join(out_dir, FAILURE_RECORD)
     if os.path.exists(path):

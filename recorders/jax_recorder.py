@@ -12,6 +12,10 @@ On the host, after each jitted call, :func:`drain` moves the completed iterates 
 :class:`~recorders.writer.EpisodeWriter` and empties the log (the iterate in progress stays in
 the state). Both functions work on one run; ``jax.vmap(record)`` records several runs at once
 (drain each with ``jax.tree.map(lambda x: x[i], state)``).
+
+:func:`keep_first` and :func:`advance` are the iterate logic itself; :func:`record` is them on
+the recorder's state, and this platform's trainer (algos.core) calls them with its own log,
+which keeps the update, losses and multiplier beside each iterate's episodes.
 """
 from __future__ import annotations
 
@@ -56,6 +60,43 @@ class IterateRecorder(NamedTuple):
     log_length: jnp.ndarray  # int32 [capacity, N]
 
 
+def no_episodes(num_envs: int) -> Finished:
+    """Finished fields of N envs none of which has an episode yet."""
+    return Finished(jnp.zeros((num_envs,), bool), jnp.zeros((num_envs,), jnp.float32),
+                    jnp.zeros((num_envs,), jnp.float32), jnp.zeros((num_envs,), jnp.int32))
+
+
+def keep_first(held: Finished, step: Finished) -> Finished:
+    """Per env, the first episode finished since the iterate began: ``held``'s where it has one
+    (``held.done``), else this step's where it ended one. Pure."""
+    newly = jnp.asarray(step.done, bool) & ~held.done
+    return Finished(held.done | newly,
+                    jnp.where(newly, jnp.asarray(step.ret, jnp.float32), held.ret),
+                    jnp.where(newly, jnp.asarray(step.cost, jnp.float32), held.cost),
+                    jnp.where(newly, jnp.asarray(step.length, jnp.int32), held.length))
+
+
+def advance(held: Finished, step: Finished, log: tuple, count, extra: tuple = ()):
+    """One step of the iterate logic; pure. Returns ``(held, log, count)``.
+
+    :func:`keep_first`; then, once every env has its episode, the iterate's row
+    ``(return, cost, length, *extra)`` goes to index ``count`` of ``log`` (a tuple of arrays
+    with a leading capacity axis, one per entry of the row; beyond the capacity only ``count``
+    grows, so the host can tell an overflow) and the next iterate begins.
+    """
+    held = keep_first(held, step)
+    complete = jnp.all(held.done)
+    capacity = log[0].shape[0]
+    index = jnp.minimum(count, capacity - 1)
+    row = (held.ret, held.cost, held.length, *extra)
+
+    def write(log):
+        return tuple(column.at[index].set(value) for column, value in zip(log, row))
+
+    log = jax.lax.cond(complete & (count < capacity), write, lambda log: log, tuple(log))
+    return held._replace(done=held.done & ~complete), log, count + complete.astype(jnp.int32)
+
+
 def init_sums(num_envs: int) -> EpisodeSums:
     return EpisodeSums(jnp.zeros((num_envs,), jnp.float32), jnp.zeros((num_envs,), jnp.float32),
                        jnp.zeros((num_envs,), jnp.int32))
@@ -82,8 +123,7 @@ def init_recorder(num_envs: int, capacity: int) -> IterateRecorder:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise RecorderError(f"init_recorder: {name} must be an integer >= 1, got {value!r}")
     n, c = int(num_envs), int(capacity)
-    return IterateRecorder(jnp.zeros((n,), bool), jnp.zeros((n,), jnp.float32), jnp.zeros((n,), jnp.float32),
-                           jnp.zeros((n,), jnp.int32), jnp.int32(0), jnp.zeros((c, n), jnp.float32),
+    return IterateRecorder(*no_episodes(n), jnp.int32(0), jnp.zeros((c, n), jnp.float32),
                            jnp.zeros((c, n), jnp.float32), jnp.zeros((c, n), jnp.int32))
 
 
@@ -93,23 +133,10 @@ def record(rec: IterateRecorder, done, finished_return, finished_cost, finished_
     ``done`` marks the envs whose episode ended at this step; the other three give that
     episode's return, cost and length (other entries are ignored).
     """
-    done = jnp.asarray(done, bool)
-    newly = done & ~rec.pending
-    pending = rec.pending | done
-    ret = jnp.where(newly, jnp.asarray(finished_return, jnp.float32), rec.ret)
-    cost = jnp.where(newly, jnp.asarray(finished_cost, jnp.float32), rec.cost)
-    length = jnp.where(newly, jnp.asarray(finished_length, jnp.int32), rec.length)
-    complete = jnp.all(pending)
-    capacity = rec.log_ret.shape[0]
-    index = jnp.minimum(rec.count, capacity - 1)
-
-    def write(logs):
-        log_ret, log_cost, log_length = logs
-        return log_ret.at[index].set(ret), log_cost.at[index].set(cost), log_length.at[index].set(length)
-
-    logs = (rec.log_ret, rec.log_cost, rec.log_length)
-    logs = jax.lax.cond(complete & (rec.count < capacity), write, lambda logs: logs, logs)
-    return IterateRecorder(pending & ~complete, ret, cost, length, rec.count + complete.astype(jnp.int32), *logs)
+    held = Finished(rec.pending, rec.ret, rec.cost, rec.length)
+    step = Finished(done, finished_return, finished_cost, finished_length)
+    held, logs, count = advance(held, step, (rec.log_ret, rec.log_cost, rec.log_length), rec.count)
+    return IterateRecorder(*held, count, *logs)
 
 
 def record_finished(rec: IterateRecorder, finished: Finished) -> IterateRecorder:
@@ -214,3 +241,8 @@ def builtin_env_functions(env):
         return state, state.obs, state.reward, state.cost, state.done
 
     return reset, step
+
+
+def builtin_finished(state) -> Finished:
+    """The finished-episode fields of a built-in task's (batched) ``EnvState``."""
+    return Finished(state.done, state.finished_return, state.finished_cost, state.finished_length)

@@ -52,14 +52,9 @@ MAX_OPEN_PARTS = 4 * MERGE_FANOUT  # more open parts than this (uneven flush siz
 FOLDER_FORMAT = 2  # 1: the first writer's rewritten train-NNNNN.parquet segments (still read and resumed)
 IDENTITY = ("task", "bound", "algo", "seed")
 
-# The episode table's columns as this platform's trainer writes them (algos.runfolder), plus the
+# The episode table's columns as every writer of it types them (metrics.episode_table), plus the
 # trainer's own label of each iterate; the engine reads the columns it needs and ignores the others.
-EPISODE_SCHEMA = pa.schema([
-    ("task", pa.string()), ("bound", pa.float64()), ("algo", pa.string()), ("seed", pa.int64()),
-    ("phase", pa.string()), ("iteration", pa.int64()), ("episode", pa.int64()),
-    ("return", pa.float64()), ("cost", pa.float64()), ("length", pa.int64()),
-    ("trainer_step", pa.int64()),
-])
+EPISODE_SCHEMA = engine.module("episode_table").EPISODE_SCHEMA.append(pa.field("trainer_step", pa.int64()))
 
 
 class RecorderError(ValueError):

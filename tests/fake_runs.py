@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from algos import runfolder
+from metrics import episode_table, run_layout
 
 
 def tiny_config(task, bound, algo, seed) -> dict:
@@ -22,18 +23,18 @@ def complete_run(folder, task="circle", bound=25.0, algo="ppo", seed=0, code_ver
     folder.mkdir(parents=True, exist_ok=True)
     n_iter, n_env = 2, 3
     costs = np.full((n_iter, n_env), 10.0) if cost is None else np.full((n_iter, n_env), float(cost))
-    blocks = [runfolder.episode_rows(task, bound, algo, seed, "train", range(n_iter), np.ones((n_iter, n_env)),
+    blocks = [episode_table.episode_rows(task, bound, algo, seed, "train", range(n_iter), np.ones((n_iter, n_env)),
                                      costs, np.full((n_iter, n_env), 64))]
     for phase in ("final_explore", "final_greedy"):
-        blocks.append(runfolder.episode_rows(task, bound, algo, seed, phase, [n_iter - 1], np.ones((1, n_env)),
+        blocks.append(episode_table.episode_rows(task, bound, algo, seed, phase, [n_iter - 1], np.ones((1, n_env)),
                                              costs[:1], np.full((1, n_env), 64)))
-    episodes = runfolder.episodes_table(blocks)
+    episodes = episode_table.episodes_table(blocks)
     trace = runfolder.trace_table({name: np.arange(n_iter, dtype=np.float64) for name in runfolder.TRACE_COLUMNS})
-    runfolder.write_parquet(folder / runfolder.EPISODES, episodes)
-    runfolder.write_parquet(folder / runfolder.TRACE, trace)
-    runfolder.write_json(folder / runfolder.RUN_JSON, {
+    runfolder.write_parquet(folder / run_layout.EPISODES, episodes)
+    runfolder.write_parquet(folder / run_layout.TRACE, trace)
+    runfolder.write_json(folder / run_layout.RUN_JSON, {
         "complete": True, "config": tiny_config(task, bound, algo, seed) if config is None else config,
-        "files": {runfolder.EPISODES: runfolder.file_record(folder / runfolder.EPISODES, episodes.num_rows),
-                  runfolder.TRACE: runfolder.file_record(folder / runfolder.TRACE, trace.num_rows)},
+        "files": {run_layout.EPISODES: runfolder.file_record(folder / run_layout.EPISODES, episodes.num_rows),
+                  run_layout.TRACE: runfolder.file_record(folder / run_layout.TRACE, trace.num_rows)},
         "code_version": runfolder.code_version() if code_version is None else code_version})
     return folder

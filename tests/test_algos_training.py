@@ -139,7 +139,7 @@ def test_greedy_and_noisy_evaluation_differ_only_in_the_noise():
     assert np.array_equal(np.asarray(obs_g), np.asarray(obs_n))  # same fresh layouts
     assert np.array_equal(np.asarray(greedy.ret), np.asarray(again.ret))  # greedy is deterministic
     assert not np.array_equal(np.asarray(greedy.cost), np.asarray(noisy.cost))
-    assert bool(jnp.all(greedy.finished)) and bool(jnp.all(noisy.finished))
+    assert bool(jnp.all(greedy.done)) and bool(jnp.all(noisy.done))
     # fresh layouts: not the training layouts
     assert not np.array_equal(np.asarray(obs_g[: cfg.num_envs]), np.asarray(state.env_state.obs[: len(obs_g)]))
 

@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from algos import checkpoint, runfolder
+from metrics import run_layout
 from algos.config import IDENTITY_FIELDS, config_from_dict, make_config
 from fake_runs import complete_run
 from metrics import cli as metrics_cli
@@ -65,7 +66,7 @@ def test_train_job_with_set_seed_and_bound_writes_nothing(tmp_path):
                       "--episode-length", "64", "--eval-episodes", "4", "--set", "seed=0", "--set", "bound=99")
     assert proc.returncode == 2
     assert "--set seed=0: seed is part of the run's identity" in one_line_error(proc)
-    assert files_in(out) == {runfolder.FAILURE_RECORD}  # no episodes, no run.json
+    assert files_in(out) == {run_layout.FAILURE_RECORD}  # no episodes, no run.json
 
 
 @pytest.mark.parametrize("field", IDENTITY_FIELDS)
@@ -79,15 +80,15 @@ def test_config_check_refuses_identity_fields_in_train_set(field):
 def test_run_json_alone_is_not_a_complete_run(tmp_path):
     run = complete_run(tmp_path / "run")
     assert runfolder.incomplete_reason(run) is None
-    (run / runfolder.EPISODES).unlink()
+    (run / run_layout.EPISODES).unlink()
     assert runfolder.incomplete_reason(run) == "episodes.parquet missing"
     run = complete_run(tmp_path / "other")
-    meta = json.loads((run / runfolder.RUN_JSON).read_text())
-    meta["files"][runfolder.TRACE]["rows"] += 1  # a trace from another write
-    (run / runfolder.RUN_JSON).write_text(json.dumps(meta))
+    meta = json.loads((run / run_layout.RUN_JSON).read_text())
+    meta["files"][run_layout.TRACE]["rows"] += 1  # a trace from another write
+    (run / run_layout.RUN_JSON).write_text(json.dumps(meta))
     assert "trace.parquet has 2 rows, run.json recorded 3" == runfolder.incomplete_reason(run)
-    size = (run / runfolder.TRACE).stat().st_size
-    (run / runfolder.TRACE).write_bytes(b"\0" * size)  # zeroed, same size
+    size = (run / run_layout.TRACE).stat().st_size
+    (run / run_layout.TRACE).write_bytes(b"\0" * size)  # zeroed, same size
     assert runfolder.incomplete_reason(run).startswith("trace.parquet unreadable")
 
 
@@ -96,8 +97,8 @@ def test_status_and_the_trainer_agree_a_half_written_run_is_not_done(tmp_path):
     runs = tmp_path / "results" / "runs" / "circle" / "d25" / "ppo"
     complete_run(runs / "seed0", bound=25, seed=0)
     complete_run(runs / "seed1", bound=25, seed=1)
-    (runs / "seed1" / runfolder.EPISODES).unlink()
-    (runs / "seed1" / runfolder.JOB_MARKER).write_text(json.dumps({"host": "elsewhere", "pid": 1}))
+    (runs / "seed1" / run_layout.EPISODES).unlink()
+    (runs / "seed1" / run_layout.JOB_MARKER).write_text(json.dumps({"host": "elsewhere", "pid": 1}))
     got = status.sweep_status(cfg, tmp_path, slurm_jobs=None)
     assert [s.state for s in got] == ["done", "failed"]
     assert "incomplete: episodes.parquet missing" in got[1].detail
@@ -108,7 +109,7 @@ def _fake_sweep(workdir: Path, bounds=(15, 25)) -> None:
     cfg = cv.resolve({"preset": "tiny"})
     for task, bound, algo, seed in status.run_keys(cfg):
         if bound in bounds:
-            complete_run(runfolder.run_dir(workdir, task, bound, algo, seed), task, float(bound), algo, seed)
+            complete_run(run_layout.run_dir(workdir, task, bound, algo, seed), task, float(bound), algo, seed)
 
 
 def trained_runs(jobs) -> list[str]:
@@ -121,7 +122,7 @@ def test_the_workflow_asks_for_every_run_file_and_plans_exponent_bounds(tmp_path
     job), item 3 (a bound whose float text has an exponent gets a plain label) and a changed
     spec (another budget) retraining exactly the runs it changes, in one dry run each."""
     _fake_sweep(tmp_path, bounds=(15, 25))
-    (runfolder.run_dir(tmp_path, "circle", 25, "ppo", 1) / runfolder.EPISODES).unlink()
+    (run_layout.run_dir(tmp_path, "circle", 25, "ppo", 1) / run_layout.EPISODES).unlink()
     jobs = plan.dry_run(tmp_path, ["runs", "--config", "preset=tiny"])
     assert [(j.rule, trained_runs([j])) for j in jobs if j.rule.startswith("train_")] == \
         [("train_circle_ppo_p0", ["results/runs/circle/d25/ppo/seed1/run.json"])]
@@ -159,17 +160,17 @@ def test_config_check_refuses_what_the_trainer_would_refuse_naming_the_key(overr
 
 
 def test_bound_labels_never_use_an_exponent():
-    assert [runfolder.bound_label(b) for b in (25, 12.5, 1e-05, 1e20, 0.1)] == \
+    assert [run_layout.bound_label(b) for b in (25, 12.5, 1e-05, 1e20, 0.1)] == \
         ["25", "12.5", "0.00001", "100000000000000000000", "0.1"]
     assert cv.resolve({"preset": "tiny", "bounds": [1e-05]})["bounds"] == [1e-05]
 
 
 def test_run_of_path_inverts_run_dir():
     for task, bound, algo, seed in [("goal", 6.25, "ppo_lag", 3), ("circle", 1e-05, "ppo", 0), ("push", 25, "p3o", 2**31 - 1)]:
-        path = runfolder.run_dir("/x/sweep", task, bound, algo, seed) / runfolder.TRACE
-        assert runfolder.run_of_path(path) == {"task": task, "bound": bound, "algo": algo, "seed": seed}
+        path = run_layout.run_dir("/x/sweep", task, bound, algo, seed) / run_layout.TRACE
+        assert run_layout.run_of_path(path) == {"task": task, "bound": bound, "algo": algo, "seed": seed}
     with pytest.raises(ValueError, match="results/trace.parquet: expected a file of a run folder"):
-        runfolder.run_of_path("results/trace.parquet")
+        run_layout.run_of_path("results/trace.parquet")
 
 
 def test_snakemake_refuses_a_bad_config_before_any_job(tmp_path):
@@ -228,7 +229,7 @@ def test_status_tells_what_the_rerun_does_with_a_checkpoint(tmp_path):
     import jax.numpy as jnp
 
     cfg = cv.resolve({"preset": "tiny", "bounds": [25], "algos": ["ppo"], "seeds": [0, 1, 2, 3]})
-    identity = {s: checkpoint.identity_of(config_from_dict(cfg["specs"][runfolder.run_id("circle", 25, "ppo", s)]["config"]))
+    identity = {s: checkpoint.identity_of(config_from_dict(cfg["specs"][run_layout.run_id("circle", 25, "ppo", s)]["config"]))
                 for s in range(4)}
     runs = tmp_path / "results" / "runs" / "circle" / "d25" / "ppo"
     for seed in range(4):
@@ -236,7 +237,7 @@ def test_status_tells_what_the_rerun_does_with_a_checkpoint(tmp_path):
         config = dict(identity[seed], total_steps=999) if seed == 3 else identity[seed]
         for _ in range(2):
             checkpoint.save(str(folder), {"w": jnp.zeros(2)}, {}, {"config": config})
-        (folder.parent / runfolder.JOB_MARKER).write_text(json.dumps({"host": "elsewhere", "pid": 1}))
+        (folder.parent / run_layout.JOB_MARKER).write_text(json.dumps({"host": "elsewhere", "pid": 1}))
     (runs / "seed1" / "checkpoint" / "state-1.npz").unlink()
     for slot in (0, 1):
         (runs / "seed2" / "checkpoint" / f"state-{slot}.npz").write_bytes(b"")
@@ -374,15 +375,15 @@ def test_slurm_profiles_grow_runtime_and_memory_per_attempt_and_rules_set_no_res
 
 def tiny_spec(workdir: Path, task="circle", bound=25, algo="ppo", seed=0) -> str:
     """A tiny-preset run spec written into its run folder under `workdir`; returns its path."""
-    folder = runfolder.run_dir(workdir, task, bound, algo, seed)
+    folder = run_layout.run_dir(workdir, task, bound, algo, seed)
     runfolder.write_spec(folder, cv.run_spec(cv.resolve({"preset": "tiny"}), task, bound, algo, seed))
-    return str(folder / runfolder.SPEC)
+    return str(folder / run_layout.SPEC)
 
 
 def test_a_retry_after_a_deterministic_failure_stops_at_once(tmp_path):
     args = [tiny_spec(tmp_path)]
-    tmp_path = runfolder.run_dir(tmp_path, "circle", 25, "ppo", 0)
-    (tmp_path / runfolder.FAILURE_RECORD).write_text(json.dumps({"error": "ValueError: bad option"}))
+    tmp_path = run_layout.run_dir(tmp_path, "circle", 25, "ppo", 0)
+    (tmp_path / run_layout.FAILURE_RECORD).write_text(json.dumps({"error": "ValueError: bad option"}))
     proc = run_module("workflow.train_job", *args, "--attempt", "2")
     assert proc.returncode == 1
     assert "not retrying circle/d25/ppo/seed0" in proc.stderr and "ValueError: bad option" in proc.stderr
@@ -402,23 +403,23 @@ def test_stop_time_is_well_before_the_slurm_limit(monkeypatch):
 
 def test_a_run_folder_is_owned_by_one_live_job(tmp_path):
     spec = tiny_spec(tmp_path)
-    tmp_path = runfolder.run_dir(tmp_path, "circle", 25, "ppo", 0)
+    tmp_path = run_layout.run_dir(tmp_path, "circle", 25, "ppo", 0)
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
         owner = {"host": socket.gethostname(), "pid": sleeper.pid, "proc_start": runlock._proc_start(sleeper.pid),
                  "slurm_job_id": None}
-        (tmp_path / runfolder.JOB_MARKER).write_text(json.dumps(owner))
+        (tmp_path / run_layout.JOB_MARKER).write_text(json.dumps(owner))
         with pytest.raises(runlock.RunFolderLocked, match=f"owned by pid {sleeper.pid} on .*, which still runs"):
             runlock.acquire(tmp_path, wait_s=0)
         proc = run_module("workflow.train_job", spec, env={"SAFERL_LOCK_WAIT_S": "0", "SAFERL_FAIL_RUNS": "*"})
         assert proc.returncode == 1 and "not starting a second trainer" in proc.stderr
-        assert json.loads((tmp_path / runfolder.JOB_MARKER).read_text())["pid"] == sleeper.pid  # untouched
+        assert json.loads((tmp_path / run_layout.JOB_MARKER).read_text())["pid"] == sleeper.pid  # untouched
     finally:
         sleeper.kill()
         sleeper.wait()
     assert "stale lock of pid" in runlock.acquire(tmp_path, wait_s=0)  # its job has ended
     assert runlock.read_marker(tmp_path)["pid"] == os.getpid()
-    assert not [p for p in tmp_path.iterdir() if p.name not in (runfolder.JOB_MARKER, runfolder.SPEC)]
+    assert not [p for p in tmp_path.iterdir() if p.name not in (run_layout.JOB_MARKER, run_layout.SPEC)]
 
 
 def test_a_reused_pid_is_not_a_live_owner(tmp_path):
@@ -446,7 +447,7 @@ def test_status_lists_runs_trained_by_older_code(tmp_path):
     proc = run_module("workflow.status", "--config", "preset=tiny", "bounds=[15]", "algos=[ppo]",
                       "--dir", str(tmp_path), "--outdated")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == [str(runs / "seed0" / runfolder.RUN_JSON)]
+    assert proc.stdout.split() == [str(runs / "seed0" / run_layout.RUN_JSON)]
     proc = run_module("workflow.status", "--config", "preset=tiny", "bounds=[15]", "algos=[ppo]",
                       "--dir", str(tmp_path))
     assert "trained by older code (0123456789abcdef" in proc.stdout
@@ -473,15 +474,15 @@ def reference(tmp_path_factory) -> Path:
 
 
 def _episodes(out: Path) -> pd.DataFrame:
-    return pd.read_parquet(out / runfolder.EPISODES)
+    return pd.read_parquet(out / run_layout.EPISODES)
 
 
 @pytest.mark.slow
 def test_run_json_records_rows_and_the_code_version(reference):
-    meta = json.loads((reference / runfolder.RUN_JSON).read_text())
+    meta = json.loads((reference / run_layout.RUN_JSON).read_text())
     assert meta["code_version"] == runfolder.code_version() and meta["code_versions"] == [meta["code_version"]]
     assert {name: f["rows"] for name, f in meta["files"].items()} == {
-        runfolder.EPISODES: len(_episodes(reference)), runfolder.TRACE: len(pd.read_parquet(reference / runfolder.TRACE))}
+        run_layout.EPISODES: len(_episodes(reference)), run_layout.TRACE: len(pd.read_parquet(reference / run_layout.TRACE))}
     assert runfolder.incomplete_reason(reference) is None
 
 
@@ -489,7 +490,7 @@ def test_run_json_records_rows_and_the_code_version(reference):
 def test_the_trainer_retrains_a_run_whose_episodes_are_missing(reference, tmp_path, capfd):
     out = tmp_path / "half"
     shutil.copytree(reference, out)
-    (out / runfolder.EPISODES).unlink()
+    (out / run_layout.EPISODES).unlink()
     assert train_cli(out) == 0
     assert "incomplete (episodes.parquet missing); training it again" in capfd.readouterr().err
     pd.testing.assert_frame_equal(_episodes(out), _episodes(reference), check_exact=True)
@@ -499,7 +500,7 @@ def test_the_trainer_retrains_a_run_whose_episodes_are_missing(reference, tmp_pa
 def test_the_trainer_resumes_from_the_previous_generation_when_the_newest_is_corrupt(reference, tmp_path, capfd):
     out = tmp_path / "resume"
     assert train_cli(out, "--stop-after-chunks", "2") == 75
-    ckpt = out / runfolder.CHECKPOINT_DIR
+    ckpt = out / run_layout.CHECKPOINT_DIR
     assert {"state-0.npz", "state-1.npz"} <= files_in(ckpt)
     newest = ckpt / checkpoint.load_meta(str(ckpt))["arrays"]
     newest.write_bytes(newest.read_bytes()[:100])  # truncated
@@ -508,21 +509,21 @@ def test_the_trainer_resumes_from_the_previous_generation_when_the_newest_is_cor
     err = capfd.readouterr().err
     assert "newest checkpoint unusable" in err and "resuming from the previous one, generation 0" in err
     pd.testing.assert_frame_equal(_episodes(out), _episodes(reference), check_exact=True)
-    assert not ckpt.exists() and runfolder.FAILURE_RECORD not in files_in(out)
+    assert not ckpt.exists() and run_layout.FAILURE_RECORD not in files_in(out)
 
 
 @pytest.mark.slow
 def test_the_trainer_stops_with_one_line_when_no_checkpoint_is_usable(reference, tmp_path):
     out = tmp_path / "broken"
     assert train_cli(out, "--stop-after-chunks", "2") == 75
-    for npz in (out / runfolder.CHECKPOINT_DIR).glob("*.npz"):
+    for npz in (out / run_layout.CHECKPOINT_DIR).glob("*.npz"):
         npz.write_bytes(b"\0" * 64)
     proc = run_module("algos.train", *TINY, "--out", str(out))
     assert proc.returncode == 1
     err = one_line_error(proc)
     assert f"{out / 'checkpoint'}: no usable checkpoint" in err and f"delete {out / 'checkpoint'}" in err
-    assert files_in(out) == {runfolder.CHECKPOINT_DIR, runfolder.FAILURE_RECORD, runfolder.JOB_MARKER}  # nothing half-written
-    assert "no usable checkpoint" in json.loads((out / runfolder.FAILURE_RECORD).read_text())["error"]
+    assert files_in(out) == {run_layout.CHECKPOINT_DIR, run_layout.FAILURE_RECORD, run_layout.JOB_MARKER}  # nothing half-written
+    assert "no usable checkpoint" in json.loads((out / run_layout.FAILURE_RECORD).read_text())["error"]
 
 
 @pytest.mark.slow
@@ -530,7 +531,7 @@ def test_the_trainer_stops_before_its_stop_time(reference, tmp_path, capfd):
     out = tmp_path / "deadline"
     assert train_cli(out, "--stop-at", str(time.time())) == 75  # stops after the first chunk
     assert "before the stop time" in capfd.readouterr().err
-    assert checkpoint.load_meta(str(out / runfolder.CHECKPOINT_DIR))["generation"] == 0
+    assert checkpoint.load_meta(str(out / run_layout.CHECKPOINT_DIR))["generation"] == 0
     assert train_cli(out) == 0
     pd.testing.assert_frame_equal(_episodes(out), _episodes(reference), check_exact=True)
 
@@ -539,14 +540,14 @@ def test_the_trainer_stops_before_its_stop_time(reference, tmp_path, capfd):
 def test_a_resume_under_changed_code_is_recorded_and_listed_as_outdated(reference, tmp_path, capfd):
     out = tmp_path / "results/runs/circle/d15/ppo/seed0"
     assert train_cli(out, "--stop-after-chunks", "2") == 75
-    ckpt = out / runfolder.CHECKPOINT_DIR
+    ckpt = out / run_layout.CHECKPOINT_DIR
     for meta_file in ckpt.glob("*.json"):  # as if the first chunks were trained by other code
         meta = json.loads(meta_file.read_text())
         meta_file.write_text(json.dumps(dict(meta, code_versions=["0ld0ld0ld0ld0ld0"])))
     capfd.readouterr()
     assert train_cli(out) == 0
     assert "resumed under changed code: it was trained by code 0ld0ld0ld0ld0ld0" in capfd.readouterr().err
-    meta = json.loads((out / runfolder.RUN_JSON).read_text())
+    meta = json.loads((out / run_layout.RUN_JSON).read_text())
     assert meta["code_versions"] == ["0ld0ld0ld0ld0ld0", runfolder.code_version()]
     pd.testing.assert_frame_equal(_episodes(out), _episodes(reference), check_exact=True)
     done = status.run_status(tmp_path, "circle/d15/ppo/seed0", None, socket.gethostname(),

@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 
 from algos import runfolder, runlock, train
+from metrics import run_layout
 from algos.config import config_from_dict
 from algos.pack import Member
 from fake_runs import complete_run, tiny_config
@@ -58,8 +59,8 @@ def zero_keeping_mtime(path: Path) -> None:
 
 def test_a_flipped_bit_is_found_where_completeness_is_decided(tmp_path):
     run = complete_run(tmp_path / "results/runs/circle/d25/ppo/seed0")
-    flip_a_bit(run / runfolder.EPISODES)
-    assert pd.read_parquet(run / runfolder.EPISODES) is not None or True  # the footer still reads
+    flip_a_bit(run / run_layout.EPISODES)
+    assert pd.read_parquet(run / run_layout.EPISODES) is not None or True  # the footer still reads
     reason = runfolder.incomplete_reason(run)
     assert reason == "episodes.parquet is damaged (its sha256 differs from the one run.json recorded)"
     assert packs.pending_reason(run, {"config": tiny_config("circle", 25.0, "ppo", 0)}) == reason
@@ -67,18 +68,18 @@ def test_a_flipped_bit_is_found_where_completeness_is_decided(tmp_path):
 
 def test_a_flip_that_keeps_size_and_mtime_is_found_by_verify_and_by_summarise(tmp_path):
     run = complete_run(tmp_path / "results/runs/circle/d25/ppo/seed0")
-    flip_a_bit(run / runfolder.EPISODES, keep_mtime=True)
+    flip_a_bit(run / run_layout.EPISODES, keep_mtime=True)
     assert runfolder.incomplete_reason(run) is None  # planning reads footers of unchanged files only
     assert "damaged" in runfolder.incomplete_reason(run, verify=True)
     with pytest.raises(ValueError, match=r"seed0: not summarised: episodes.parquet is damaged.*run.json.damaged"):
         packs.verify_for_summary(run)
-    assert not (run / runfolder.RUN_JSON).exists() and (run / "run.json.damaged").exists()
+    assert not (run / run_layout.RUN_JSON).exists() and (run / "run.json.damaged").exists()
     assert runfolder.incomplete_reason(run) == "run.json missing"  # so the next plan retrains it
 
 
 def test_status_verify_hashes_every_table(tmp_path):
     run = complete_run(tmp_path / "results/runs/circle/d25/ppo/seed0")
-    flip_a_bit(run / runfolder.TRACE, keep_mtime=True)
+    flip_a_bit(run / run_layout.TRACE, keep_mtime=True)
     args = dict(workdir=tmp_path, run="circle/d25/ppo/seed0", slurm_jobs=None, host="h")
     assert status.run_status(**args).state == "done"
     verified = status.run_status(**args, verify=True)
@@ -87,16 +88,16 @@ def test_status_verify_hashes_every_table(tmp_path):
 
 def test_a_row_count_or_size_that_disagrees_with_run_json_is_incomplete(tmp_path):
     run = complete_run(tmp_path / "a")
-    meta = json.loads((run / runfolder.RUN_JSON).read_text())
-    meta["files"][runfolder.EPISODES]["rows"] = 5
-    (run / runfolder.RUN_JSON).write_text(json.dumps(meta))
+    meta = json.loads((run / run_layout.RUN_JSON).read_text())
+    meta["files"][run_layout.EPISODES]["rows"] = 5
+    (run / run_layout.RUN_JSON).write_text(json.dumps(meta))
     assert runfolder.incomplete_reason(run) == "episodes.parquet has 12 rows, run.json recorded 5"
     run = complete_run(tmp_path / "b")
-    with open(run / runfolder.TRACE, "r+b") as f:
+    with open(run / run_layout.TRACE, "r+b") as f:
         f.truncate(100)
     assert runfolder.incomplete_reason(run).startswith("trace.parquet is 100 bytes, run.json recorded")
     run = complete_run(tmp_path / "c")
-    zero_keeping_mtime(run / runfolder.TRACE)
+    zero_keeping_mtime(run / run_layout.TRACE)
     assert runfolder.incomplete_reason(run) == "trace.parquet unreadable (ArrowInvalid)"
 
 
@@ -104,14 +105,14 @@ def test_a_row_count_or_size_that_disagrees_with_run_json_is_incomplete(tmp_path
 def test_damaged_runs_are_retrained_by_the_same_command_and_the_metrics_match(tiny_sweep, tmp_path):
     sweep = tmp_path / "sweep"
     shutil.copytree(tiny_sweep, sweep, symlinks=True)
-    runs = sweep / runfolder.RUNS_ROOT
-    flip_a_bit(runs / "circle/d15/ppo/seed0" / runfolder.EPISODES)  # 1
-    meta_path = runs / "circle/d25/ppo_lag/seed1" / runfolder.RUN_JSON  # 2
+    runs = sweep / run_layout.RUNS_ROOT
+    flip_a_bit(runs / "circle/d15/ppo/seed0" / run_layout.EPISODES)  # 1
+    meta_path = runs / "circle/d25/ppo_lag/seed1" / run_layout.RUN_JSON  # 2
     meta = json.loads(meta_path.read_text())
-    meta["files"][runfolder.EPISODES]["rows"] += 1
+    meta["files"][run_layout.EPISODES]["rows"] += 1
     meta_path.write_text(json.dumps(meta))
-    zero_keeping_mtime(runs / "circle/d25/ppo/seed1" / runfolder.TRACE)  # 3
-    with open(runs / "circle/d15/ppo_lag/seed0" / runfolder.EPISODES, "r+b") as f:  # 4
+    zero_keeping_mtime(runs / "circle/d25/ppo/seed1" / run_layout.TRACE)  # 3
+    with open(runs / "circle/d15/ppo_lag/seed0" / run_layout.EPISODES, "r+b") as f:  # 4
         f.truncate(0)
     damaged = {"circle/d15/ppo/seed0", "circle/d25/ppo_lag/seed1", "circle/d25/ppo/seed1", "circle/d15/ppo_lag/seed0"}
     planned = plan.dry_run(sweep, ["--configfile", "tiny.yaml"])
@@ -137,11 +138,11 @@ def _member(folder: Path, seed=0) -> Member:
 
 def test_the_trainer_refuses_a_complete_folder_of_another_run_naming_the_fields(tmp_path, capsys):
     folder = complete_run(tmp_path / "run", seed=1, config=tiny_config("circle", 25.0, "ppo", 1))
-    before = (folder / runfolder.EPISODES).read_bytes()
+    before = (folder / run_layout.EPISODES).read_bytes()
     assert train.run_pack([_member(folder, seed=0)]) == 1
-    record = json.loads((folder / runfolder.FAILURE_RECORD).read_text())["error"]
+    record = json.loads((folder / run_layout.FAILURE_RECORD).read_text())["error"]
     assert "holds a complete run of another config (fields ['seed'])" in record
-    assert (folder / runfolder.EPISODES).read_bytes() == before  # nothing the user had is lost
+    assert (folder / run_layout.EPISODES).read_bytes() == before  # nothing the user had is lost
 
 
 def test_a_second_trainer_on_a_locked_folder_is_refused_and_writes_nothing(tmp_path, capsys):
@@ -151,10 +152,10 @@ def test_a_second_trainer_on_a_locked_folder_is_refused_and_writes_nothing(tmp_p
         try:
             marker = {"host": runlock.socket.gethostname(), "pid": sleeper.pid,
                       "proc_start": runlock._proc_start(sleeper.pid)}
-            (folder / runfolder.JOB_MARKER).write_text(json.dumps(marker))
+            (folder / run_layout.JOB_MARKER).write_text(json.dumps(marker))
             assert train.run_pack([_member(folder)]) == 1
             assert f"owned by pid {sleeper.pid}" in capsys.readouterr().err
-            assert {p.name for p in folder.iterdir()} == {runfolder.JOB_MARKER}  # no failure.json either
+            assert {p.name for p in folder.iterdir()} == {run_layout.JOB_MARKER}  # no failure.json either
             assert runlock.read_marker(folder)["pid"] == sleeper.pid
         finally:
             sleeper.kill()
@@ -245,11 +246,11 @@ def test_transient_io_errors_are_not_recorded_as_failures(tmp_path, monkeypatch,
     argv = ["--task", "circle", "--bound", "25", "--algo", "ppo", "--seed", "0", "--preset", "cpu", "--out", str(out)]
     if transient:
         assert train.main(argv) == train.EXIT_TEMPFAIL
-        assert not (out / runfolder.FAILURE_RECORD).exists()  # the SLURM retry goes ahead
+        assert not (out / run_layout.FAILURE_RECORD).exists()  # the SLURM retry goes ahead
     else:
         with pytest.raises(OSError):
             train.main(argv)
-        assert "Permission denied" in json.loads((out / runfolder.FAILURE_RECORD).read_text())["error"]
+        assert "Permission denied" in json.loads((out / run_layout.FAILURE_RECORD).read_text())["error"]
 
 
 def test_pyarrow_errors_without_errno_are_read_by_their_text():

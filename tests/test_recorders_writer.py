@@ -102,7 +102,7 @@ def test_trainer_step_labels_iterates_and_the_engine_ignores_the_column(tmp_path
 
 
 def test_the_writer_columns_are_the_trainers_plus_the_label():
-    from algos.runfolder import EPISODE_SCHEMA as TRAINER_SCHEMA
+    from metrics.episode_table import EPISODE_SCHEMA as TRAINER_SCHEMA
 
     assert writer_module.EPISODE_SCHEMA.names == [*TRAINER_SCHEMA.names, "trainer_step"]
     for field in TRAINER_SCHEMA:

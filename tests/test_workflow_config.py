@@ -134,8 +134,9 @@ def test_fail_switch_matches_run_ids_by_pattern():
 
 def test_fail_switch_exits_before_training(tmp_path):
     from algos import runfolder
+    from metrics import run_layout
 
-    folder = runfolder.run_dir(tmp_path, "goal", 25, "ppo", 3)
+    folder = run_layout.run_dir(tmp_path, "goal", 25, "ppo", 3)
     runfolder.write_spec(folder, cv.run_spec(cv.resolve({}), "goal", 25, "ppo", 3))
     env = dict(os.environ, SAFERL_FAIL_RUNS="goal/d25/ppo/seed3")
     proc = subprocess.run([sys.executable, "-m", "workflow.train_job", str(folder / "spec.json")],

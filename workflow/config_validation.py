@@ -168,7 +168,7 @@ def check_thresholds(thresholds: Mapping[str, Mapping[str, float]]) -> None:
 
 def check_grid_values(cfg: Mapping) -> None:
     """Bounds that make a path label the trainer reads back exactly; seeds the trainer accepts."""
-    from algos.runfolder import WILDCARD_PATTERNS, bound_label
+    from metrics.run_layout import WILDCARD_PATTERNS, bound_label
 
     for i, bound in enumerate(cfg["bounds"]):
         if not math.isfinite(bound):
@@ -232,10 +232,10 @@ def _sweep_key(field: str, cfg: Mapping) -> str:
 
 
 def run_specs(cfg: Mapping) -> dict[str, dict]:
-    """Every run's spec, by run id (algos.runfolder.run_id): building them is the trainer's check of
+    """Every run's spec, by run id (metrics.run_layout.run_id): building them is the trainer's check of
     the sweep's options; a refusal becomes a ConfigError naming the sweep config key."""
     from algos.config import ConfigFieldError
-    from algos.runfolder import run_id
+    from metrics.run_layout import run_id
 
     env_keys = [key for key in cfg["train"].get("set", {}) if key.startswith("env.")]
     specs = {}

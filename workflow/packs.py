@@ -17,6 +17,7 @@ import os
 from typing import NamedTuple
 
 from algos import runfolder
+from metrics import run_layout
 
 
 class Pack(NamedTuple):
@@ -45,12 +46,12 @@ def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
     for task in cfg["tasks"]:
         for algo in cfg["algos"]:
             for rnd, seeds in enumerate(seed_rounds):
-                runs = [runfolder.run_id(task, b, algo, s) for b in cfg["bounds"] for s in seeds]
+                runs = [run_layout.run_id(task, b, algo, s) for b in cfg["bounds"] for s in seeds]
                 prefix = f"{task}_{algo}_r{rnd}" if adaptive.enabled(cfg) else f"{task}_{algo}"
                 for k in range(0, len(runs), size):
                     members = tuple(runs[k:k + size])
                     pending = tuple(r for r in members
-                                    if pending_reason(os.path.join(root, runfolder.RUNS_ROOT, r), cfg["specs"][r]))
+                                    if pending_reason(os.path.join(root, run_layout.RUNS_ROOT, r), cfg["specs"][r]))
                     packs.append(Pack(f"{prefix}_p{k // size}", members, pending))
     return packs
 
@@ -58,7 +59,7 @@ def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
 def write_specs(cfg: dict, runs, root: str | os.PathLike = ".") -> None:
     """spec.json into each run folder named (rewritten only where it changed)."""
     for run in runs:
-        runfolder.write_spec(os.path.join(root, runfolder.RUNS_ROOT, run), cfg["specs"][run])
+        runfolder.write_spec(os.path.join(root, run_layout.RUNS_ROOT, run), cfg["specs"][run])
 
 
 def mark_stale(cfg: dict, packs, root: str | os.PathLike = ".") -> dict:
@@ -68,11 +69,11 @@ def mark_stale(cfg: dict, packs, root: str | os.PathLike = ".") -> dict:
     stale = {}
     for pack in packs:
         for run in pack.pending:
-            folder = os.path.join(root, runfolder.RUNS_ROOT, run)
-            if any(os.path.exists(os.path.join(folder, f)) for f in runfolder.RUN_FILES):
+            folder = os.path.join(root, run_layout.RUNS_ROOT, run)
+            if any(os.path.exists(os.path.join(folder, f)) for f in run_layout.RUN_FILES):
                 if not runfolder.write_spec(folder, cfg["specs"][run]):
-                    os.utime(os.path.join(folder, runfolder.SPEC))
-                stale[run] = os.path.join(runfolder.RUNS_ROOT, run, runfolder.SPEC)
+                    os.utime(os.path.join(folder, run_layout.SPEC))
+                stale[run] = os.path.join(run_layout.RUNS_ROOT, run, run_layout.SPEC)
     return stale
 
 
@@ -82,8 +83,8 @@ def verify_for_summary(folder: str | os.PathLike) -> None:
     plans it for training; raises ValueError naming the folder and the damage."""
     reason = runfolder.incomplete_reason(folder, verify=True)
     if reason is not None:
-        run_json = os.path.join(folder, runfolder.RUN_JSON)
+        run_json = os.path.join(folder, run_layout.RUN_JSON)
         if os.path.exists(run_json):
             os.replace(run_json, run_json + ".damaged")
-        raise ValueError(f"{folder}: not summarised: {reason}; {runfolder.RUN_JSON} moved to "
-                         f"{runfolder.RUN_JSON}.damaged, so rerunning the same command retrains the run")
+        raise ValueError(f"{folder}: not summarised: {reason}; {run_layout.RUN_JSON} moved to "
+                         f"{run_layout.RUN_JSON}.damaged, so rerunning the same command retrains the run")

@@ -33,8 +33,8 @@ from typing import Iterable
 import yaml
 
 from algos import runfolder
-from metrics import strict_yaml
-from algos.runfolder import CHECKPOINT_DIR, JOB_MARKER, RUN_FILES
+from metrics import run_layout, strict_yaml
+from metrics.run_layout import CHECKPOINT_DIR, JOB_MARKER, RUN_FILES
 from algos import runlock
 from workflow.config_validation import DEFAULT_CONFIG, ConfigError, deep_merge, parse_overrides, resolve
 
@@ -59,7 +59,7 @@ def run_keys(cfg: dict, workdir: Path | str = ".") -> list[tuple]:
 
 
 def run_ids(cfg: dict) -> list[str]:
-    return [runfolder.run_id(*key) for key in run_keys(cfg)]
+    return [run_layout.run_id(*key) for key in run_keys(cfg)]
 
 
 def slurm_active_jobs() -> set[str] | None:
@@ -90,7 +90,7 @@ def checkpoint_detail(cfg: dict | None, key: tuple, ckpt_dir: Path) -> str:
     if cfg is not None:
         from algos.config import config_from_dict
 
-        identity = checkpoint.identity_of(config_from_dict(cfg["specs"][runfolder.run_id(*key)]["config"]))
+        identity = checkpoint.identity_of(config_from_dict(cfg["specs"][run_layout.run_id(*key)]["config"]))
     return checkpoint.inspect(str(ckpt_dir), identity).detail
 
 
@@ -105,7 +105,7 @@ def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, 
                key: tuple | None = None, code: str | None = None, verify: bool = False) -> RunStatus:
     from workflow.packs import pending_reason
 
-    run_dir = workdir / runfolder.RUNS_ROOT / run
+    run_dir = workdir / run_layout.RUNS_ROOT / run
     marker = runlock.read_marker(run_dir)
     log = workdir / marker["log"] if marker and marker.get("log") else None  # its pack's log
     log_text = str(log) if log is not None and log.exists() else None
@@ -120,7 +120,7 @@ def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, 
         return RunStatus(run, "running", log_text, runlock.describe(marker))
     incomplete = f"incomplete: {reason}" if any((run_dir / f).exists() for f in RUN_FILES) else ""
     if marker is not None:
-        failure = runfolder.read_json(run_dir / runfolder.FAILURE_RECORD)
+        failure = runfolder.read_json(run_dir / run_layout.FAILURE_RECORD)
         last = f"error: {failure.get('error')}" if failure else (_last_line(log) if log else "")
         detail = "; ".join(x for x in [last, incomplete, checkpoint] if x)
         return RunStatus(run, "failed", log_text or str(run_dir / JOB_MARKER), detail)
@@ -138,7 +138,7 @@ def _last_line(path: Path) -> str:
 def sweep_status(cfg: dict, workdir: Path, slurm_jobs: set[str] | None = None, verify: bool = False
                  ) -> list[RunStatus]:
     host, code = socket.gethostname(), runfolder.code_version()
-    return [run_status(workdir, runfolder.run_id(*key), slurm_jobs, host, cfg, key, code, verify)
+    return [run_status(workdir, run_layout.run_id(*key), slurm_jobs, host, cfg, key, code, verify)
             for key in run_keys(cfg, workdir)]
 
 
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     statuses = sweep_status(cfg, Path(args.dir), slurm_active_jobs(), args.verify)
     if args.outdated:
         for s in outdated(statuses):
-            print(Path(args.dir) / runfolder.RUNS_ROOT / s.run / runfolder.RUN_JSON)
+            print(Path(args.dir) / run_layout.RUNS_ROOT / s.run / run_layout.RUN_JSON)
         return 0
     shown = [s for s in statuses if s.state in only]
     if args.json:

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from algos.runfolder import FAILURE_RECORD, RUNS_ROOT
+from metrics.run_layout import FAILURE_RECORD, RUNS_ROOT
 from algos.train import record_failure
 from algos import runlock
 

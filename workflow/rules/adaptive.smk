@@ -7,7 +7,7 @@ if adaptive.enabled(CFG):
 
     checkpoint seed_round:
         input:
-            summaries=lambda wildcards: [run_path(runfolder.SUMMARY, **r)
+            summaries=lambda wildcards: [run_path(run_layout.SUMMARY, **r)
                                          for r in run_ids_of(decided_seeds(int(wildcards.round) - 1))],
             previous=lambda wildcards: [adaptive.decision_path(int(wildcards.round) - 1)]
             if int(wildcards.round) > 1 else [],

@@ -10,7 +10,7 @@
 #   AGGREGATE_FILES      stage-2 outputs (threshold-free) by name, e.g. AGGREGATE_FILES["iqm"]
 #   TIER_FILES           stage-3 outputs (threshold-dependent): "tiers", "conditions"
 #   run_path(name, **wildcards)    a file inside one run's folder
-#   RUN_FILES            the files of a complete run folder (algos.runfolder owns the contract)
+#   RUN_FILES            the files of a complete run folder (metrics.run_layout names them)
 #   PACKS                the packs of the grid (workflow/packs.py), each with its pending runs
 # A rule file that makes products appends their paths to PRODUCT_TARGETS; rule `all`
 # and the report collect them.
@@ -18,8 +18,8 @@ import itertools
 import os
 import sys
 
-from algos import runfolder
-from algos.runfolder import RUN_FILES, bound_label
+from metrics import run_layout
+from metrics.run_layout import RUN_FILES, bound_label
 from metrics.aggregate import META_FILE, OUTPUT_FILES
 from metrics.tiers import TIER_FILES as _TIER_FILE_NAMES
 from workflow import adaptive, packs
@@ -37,7 +37,7 @@ BOUNDS = [bound_label(b) for b in CFG["bounds"]]
 ALGOS = CFG["algos"]
 SEEDS = CFG["seeds"]
 
-RUN_DIR = runfolder.RUN_DIR
+RUN_DIR = run_layout.RUN_DIR
 METRICS_DIR = "results/metrics"
 TABLES_DIR = "results/tables"
 FIGURES_DIR = "results/figures"
@@ -95,7 +95,7 @@ def all_runs(name):
 
 
 wildcard_constraints:
-    **runfolder.WILDCARD_PATTERNS,
+    **run_layout.WILDCARD_PATTERNS,
 
 
 # Jobs (local or on SLURM nodes, which see this environment through --export=ALL) must

@@ -33,10 +33,10 @@ for _pack in PACKS:
         input:
             [_STALE_SPECS[run] for run in _pack.pending if run in _STALE_SPECS],
         output:
-            [f"{runfolder.RUNS_ROOT}/{run}/{f}" for run in _pack.pending for f in RUN_FILES],
+            [f"{run_layout.RUNS_ROOT}/{run}/{f}" for run in _pack.pending for f in RUN_FILES],
         params:
             runs=list(_pack.pending),
-            specs=" ".join(f"{runfolder.RUNS_ROOT}/{run}/{runfolder.SPEC}" for run in _pack.pending),
+            specs=" ".join(f"{run_layout.RUNS_ROOT}/{run}/{run_layout.SPEC}" for run in _pack.pending),
         log:
             f"{LOGS_DIR}/train/{_pack.name}.log",
         threads: CFG["train"].get("threads", 1)

@@ -1,0 +1,76 @@
+"""The run folder's layout: where a sweep's runs live and what their files are called.
+
+A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` holds
+- `episodes.parquet`, `trace.parquet`: written by the trainer, each atomically;
+- `spec.json`: the run spec, what to train (trainer preset name and the resolved config),
+  written by the workflow before the run is trained and read by the trainer;
+- `run.json`: written last by the trainer; it vouches for the two tables (algos.runfolder
+  writes it and says when a folder is complete);
+- `summary.parquet`: stage 1 of the metrics (the workflow's summarise rule);
+- `checkpoint/`: while a run is interrupted (algos.checkpoint);
+- `job.json`: the job marker and lock: who runs (or last ran) this folder (algos.runlock);
+- `failure.json`: why the last attempt failed, when it failed for good (not a time limit).
+
+Why here: the workflow owns the runs and the trainer writes them, and each must name the same
+paths without importing the other. `metrics` is the bottom layer every part already depends
+on (and every install has), and this module is names and paths only (no JAX, no writers), so
+Snakemake's process, the job wrappers and the trainer all read it at the cost of a numpy import.
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+RUNS_ROOT = "results/runs"
+RUN_DIR = RUNS_ROOT + "/{task}/d{bound}/{algo}/seed{seed}"
+EPISODES = "episodes.parquet"
+TRACE = "trace.parquet"
+RUN_JSON = "run.json"
+SPEC = "spec.json"
+RUN_FILES = (EPISODES, TRACE, RUN_JSON)  # run.json last: the trainer writes it after the others
+SUMMARY = "summary.parquet"
+CHECKPOINT_DIR = "checkpoint"
+JOB_MARKER = "job.json"
+FAILURE_RECORD = "failure.json"
+# What the path pieces may look like (Snakemake wildcard constraints use the same patterns).
+WILDCARD_PATTERNS = {"task": r"[a-z][a-z0-9_]*", "bound": r"[0-9]+(\.[0-9]+)?",
+                     "algo": r"[a-z][a-z0-9_]*", "seed": r"[0-9]+"}
+
+
+def bound_label(bound: float) -> str:
+    """Path label of a bound, plain decimal digits: 25 -> '25', 12.5 -> '12.5', 1e-05 -> '0.00001'.
+
+    The shortest digits that read back as the same float, never an exponent, so the label
+    matches WILDCARD_PATTERNS["bound"] and the trainer, given the label, gets the same bound.
+    """
+    bound = float(bound)
+    if not (math.isfinite(bound) and bound > 0):
+        raise ValueError(f"bound {bound} must be a finite number > 0")
+    return np.format_float_positional(bound, trim="-")
+
+
+def run_id(task: str, bound: str | float, algo: str, seed: int | str) -> str:
+    """`task/d<bound label>/algo/seed<seed>`; a float bound is turned into its label."""
+    label = bound if isinstance(bound, str) else bound_label(bound)
+    return f"{task}/d{label}/{algo}/seed{seed}"
+
+
+def run_dir(root: str | os.PathLike, task: str, bound: str | float, algo: str, seed: int | str) -> Path:
+    """The run folder under a sweep's working directory `root`."""
+    return Path(root) / RUNS_ROOT / run_id(task, bound, algo, seed)
+
+
+def run_of_path(path: str | os.PathLike) -> dict:
+    """task, bound, algo and seed of a file in a run folder (the inverse of `run_dir`)."""
+    parts = Path(path).as_posix().split("/")
+    try:
+        task, d, algo, seed = parts[-5], parts[-4], parts[-3], parts[-2]
+        if not (d.startswith("d") and seed.startswith("seed")):
+            raise ValueError
+        return {"task": task, "bound": float(d[1:]), "algo": algo, "seed": int(seed[4:])}
+    except (IndexError, ValueError):
+        raise ValueError(f"{path}: expected a file of a run folder .../{{task}}/d{{bound}}/{{algo}}/seed{{seed}}/"
+                         ) from None
