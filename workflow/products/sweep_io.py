@@ -19,7 +19,7 @@ def read_summaries(paths):
 
 
 def read_traces(paths) -> pd.DataFrame:
-    from algos import runfolder
+    from metrics import run_layout
 
     frames = []
     for path in paths:
@@ -29,7 +29,7 @@ def read_traces(paths) -> pd.DataFrame:
             raise ValueError(f"{path}: trace is missing column(s) {missing} (docs/api-contracts.md)")
         if not set(RUN_KEYS) <= set(df.columns):
             try:
-                df = df.assign(**runfolder.run_of_path(path))
+                df = df.assign(**run_layout.run_of_path(path))
             except ValueError as err:
                 raise ValueError(f"{err}, and the file has no task/bound/algo/seed columns") from None
         frames.append(df)
