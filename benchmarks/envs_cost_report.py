@@ -2,7 +2,7 @@
 where the paper's bounds (15, 25, 50) fall in them.
 
     python benchmarks/envs_cost_report.py [--episodes 256] [--episode-length 2000] [--seed 0]
-        [--contact-model mjx|simple]      (default: the tasks' own default, "simple")
+        [--contact-model mjx|simple]      (default: the tasks' own default, "mjx")
 
 Prints a markdown table (pasted into docs/envs.md). Policies:
 - random: actions uniform in [-1, 1]^2, independent per step;
@@ -82,7 +82,8 @@ def main(argv=None):
     parser.add_argument("--episode-length", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tasks", nargs="+", default=list(envs.TASKS), choices=envs.TASKS)
-    parser.add_argument("--contact-model", choices=("mjx", "simple"), help="the tasks' contact_model option")
+    parser.add_argument("--contact-model", choices=("mjx", "simple"),
+                        help="the tasks' contact_model option: mjx (their default) or simple (the fast approximation)")
     args = parser.parse_args(argv)
     options = {"contact_model": args.contact_model} if args.contact_model else {}
     jax.config.update("jax_compilation_cache_dir", os.environ.get("JAX_COMPILATION_CACHE_DIR", ".jax_cache"))
