@@ -89,15 +89,15 @@ def main(argv=None):
     jax.config.update("jax_compilation_cache_dir", os.environ.get("JAX_COMPILATION_CACHE_DIR", ".jax_cache"))
     print(f"{args.episodes} episodes per row, T = {args.episode_length}, seed {args.seed}, "
           f"contact_model {args.contact_model or 'default'}\n")
-    print("| task | policy | mean return | cost mean | cost p10 / p25 / p50 / p75 / p90 | share > 15 | share > 25 | share > 50 |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"| task | policy | mean return | cost mean | cost p10/p25/p50/p75/p90 | share > {'/'.join(map(str, BOUNDS))} |")
+    print("|---|---|---|---|---|---|")
     for task in args.tasks:
         for name, policy in (("random", random_action), ("scripted", scripted_action)):
             returns, costs = episodes(task, policy, args.episodes, args.episode_length, args.seed, options)
             q = np.percentile(costs, [10, 25, 50, 75, 90])
-            shares = " | ".join(f"{np.mean(costs > b):.2f}" for b in BOUNDS)
+            shares = "/".join(f"{np.mean(costs > b):.2f}" for b in BOUNDS)
             print(f"| {task} | {name} | {returns.mean():.2f} | {costs.mean():.1f} | "
-                  f"{' / '.join(f'{v:.1f}' for v in q)} | {shares} |", flush=True)
+                  f"{'/'.join(f'{v:.1f}' for v in q)} | {shares} |", flush=True)
 
 
 if __name__ == "__main__":
