@@ -83,13 +83,15 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tasks", nargs="+", default=list(envs.TASKS), choices=envs.TASKS)
     parser.add_argument("--contact-model", choices=("mjx", "simple"),
-                        help="the tasks' contact_model option: mjx (their default) or simple (the fast approximation)")
+                        help="the tasks' contact_model option: mjx (their default) or simple "
+                             "(the fast approximation)")
     args = parser.parse_args(argv)
     options = {"contact_model": args.contact_model} if args.contact_model else {}
     jax.config.update("jax_compilation_cache_dir", os.environ.get("JAX_COMPILATION_CACHE_DIR", ".jax_cache"))
     print(f"{args.episodes} episodes per row, T = {args.episode_length}, seed {args.seed}, "
           f"contact_model {args.contact_model or 'default'}\n")
-    print(f"| task | policy | mean return | cost mean | cost p10/p25/p50/p75/p90 | share > {'/'.join(map(str, BOUNDS))} |")
+    bounds = "/".join(map(str, BOUNDS))
+    print(f"| task | policy | mean return | cost mean | cost p10/p25/p50/p75/p90 | share > {bounds} |")
     print("|---|---|---|---|---|---|")
     for task in args.tasks:
         for name, policy in (("random", random_action), ("scripted", scripted_action)):
