@@ -179,8 +179,8 @@ PRESETS: dict[str, dict] = {
 }
 # task options a preset switches on, per task (only tasks listed get them)
 PRESET_ENV_KWARGS: dict[str, dict[str, dict]] = {
-    # shaping for goal and push; and on the tasks with obstacles, MJX's contact solve, which
-    # charges contact cost as CRAX does (envs' contact_model option, docs/envs.md)
+    # shaping for goal and push; contact_model "mjx" is the tasks' default, named here because
+    # env_kwargs are part of a run's identity (spec.json): without it existing runs differ
     "cpu": {"goal": {"reward_distance_scale": 1.0, "contact_model": "mjx"},
             "push": {"reward_agent_block_scale": 1.0, "contact_model": "mjx"},
             "button": {"contact_model": "mjx"}},

@@ -2,7 +2,7 @@
 
     python benchmarks/envs_throughput.py [--tasks goal circle push button] [--num-envs 2048]
         [--steps 200] [--repeats 3] [--crax] [--crax-num-envs 256] [--crax-steps 10]
-        [--compare OTHER_CHECKOUT] [--rounds 2] [--single-thread] [--option contact_model=mjx]
+        [--compare OTHER_CHECKOUT] [--rounds 2] [--single-thread] [--option contact_model=simple]
 
 Steps/s is wall-clock; "per CPU-second" divides by the CPU time this process used, which
 tells how much of the machine it got when other jobs share it (on an idle 2-core machine
@@ -18,7 +18,8 @@ checkout, alternating this checkout and DIR for --rounds rounds, and the best ra
 compared, so both see the same machine load. --single-thread sets XLA's CPU backend to one
 thread (as training jobs run), which makes CPU-second figures comparable on a shared machine.
 --option KEY=VALUE passes a task option to this checkout's tasks only (an older checkout may
-not know it), e.g. `--option contact_model=mjx` to time the MJX contact solve against old code.
+not know it), e.g. `--compare . --option contact_model=simple` times the fast contact
+approximation against the default MJX solve in the same run.
 """
 from __future__ import annotations
 
@@ -152,7 +153,7 @@ def task_options(args):
     for item in args.option:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SystemExit(f"--option {item!r}: expected KEY=VALUE, e.g. contact_model=mjx")
+            raise SystemExit(f"--option {item!r}: expected KEY=VALUE, e.g. contact_model=simple")
         out[key] = parse_env_value(value)
     return out
 
@@ -170,7 +171,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds with --compare")
     parser.add_argument("--single-thread", action="store_true", help="XLA CPU backend on one thread")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="task option for this checkout's tasks only, e.g. contact_model=mjx (repeatable)")
+                        help="task option for this checkout's tasks only, e.g. contact_model=simple (repeatable)")
     args = parser.parse_args(argv)
     if args.compare:
         return compare(args)

@@ -131,7 +131,7 @@ def _active_xy(buttons, active):
 
 @dataclasses.dataclass(frozen=True)
 class ButtonTask:
-    contact_model: str = "simple"
+    contact_model: str = "mjx"
     observation_size: int = 62
     lazy_step_key: ClassVar[bool] = True  # the key is folded only when a button is touched
 

@@ -59,7 +59,7 @@ def orbit_reward(xy, qvel):
 class CircleTask:
     # circle has no obstacles: the option exists so that one setting (e.g. a sweep's
     # `env.contact_model`) serves every task, and changes nothing here
-    contact_model: str = "simple"
+    contact_model: str = "mjx"
     observation_size: int = 28
 
     def init(self, key):

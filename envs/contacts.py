@@ -254,7 +254,9 @@ def _linesearch(jaref, jv, quad, quad_gauss):
     return jnp.where(improved, jnp.where(lo[1] < hi[1], lo[0], hi[0]), 0.0)
 
 
-CONTACT_MODELS = ("mjx", "simple")  # the tasks' `contact_model` option (docs/envs.md)
+# The tasks' `contact_model` option (docs/envs.md): "mjx" (the default, CRAX's contact costs) or
+# "simple", the fast approximation (fewer ops, quicker to compile; overcharges pushing policies).
+CONTACT_MODELS = ("mjx", "simple")
 
 
 def check_contact_model(task: str, model: str) -> None:
@@ -273,11 +275,11 @@ def agent_force(qpos, qvel, ctrl, con: Contacts, warm=None, model: str = "mjx"):
 
 
 def agent_force_simple(qpos, qvel, ctrl, con: Contacts):
-    """The cheaper model: per obstacle the deepest of the three points, one normal and one
-    friction row solved in two Gauss-Seidel passes (`solve_rows`, time constant 0.02 and the
-    effective impedance, as the push block's contact). About 12x cheaper than MJX's solve on
-    goal, and it lets an agent that keeps pushing stay on an obstacle longer than CRAX's
-    (1.5-2.9x the contact steps of CRAX for such policies; docs/envs.md)."""
+    """The fast approximation (contact_model="simple"): per obstacle the deepest of the three
+    points, one normal and one friction row solved in two Gauss-Seidel passes (`solve_rows`,
+    time constant 0.02 and the effective impedance, as the push block's contact). Cheaper to
+    run and compile than MJX's solve, but it lets an agent that keeps pushing stay on an
+    obstacle longer than CRAX's (1.5-2.2x CRAX's cost for such policies; docs/envs.md)."""
     con = deepest(con)
     a_unc = point.forward_acceleration(qpos, qvel, ctrl)
     jn, jt, vn, vt, an, at, a_nn, a_tt, a_nt = agent_rows(qpos, qvel, a_unc, con)

@@ -13,9 +13,9 @@ obs    = 62: sensors 12, goal lidar 16 (both goals), hazard lidar 16 (hazards an
          centres, range 3), compass to goal 0 (2), compasses to the 8 nearest hazards (16).
 
 Simplifications against CRAX: wall contacts follow MJX's soft-contact rows and solver for the
-sphere and the arrow's front corners (envs/contacts.py), and a respawn draws RESPAWN_TRIES
-candidates instead of 100 (the chance that all of 32 fail is below 1e-8 on this layout;
-CRAX's fallback, the agent's position, is kept).
+sphere and the arrow's front corners (envs/contacts.py), and a respawn draws
+placement.RESPAWN_TRIES = 32 candidates instead of 100 (the chance that all fail is below 1e-8
+on this layout; CRAX's fallback, the agent's position, is kept).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from envs import contacts, point, sensing
 from envs.lazy import lazy_where, step_key
-from envs.placement import place_layout, rejection_sample
+from envs.placement import RESPAWN_TRIES, place_layout, rejection_sample, square_walls
 
 N_FRAMES = 4
 EXTENT = 2.5
@@ -39,10 +39,7 @@ HAZARD_COST = 2.0
 WALL_COST = 3.0
 LIDAR_RANGE = 3.0
 RESET_NOISE = 0.005
-RESPAWN_TRIES = 32
-WALL_CENTRES = jnp.array([[3.0, 0.0], [-3.0, 0.0], [0.0, 3.0], [0.0, -3.0]], jnp.float32)
-WALL_HALF = jnp.array([[0.06, 3.0], [0.06, 3.0], [3.0, 0.06], [3.0, 0.06]], jnp.float32)
-WALL_INNER = 3.0 - 0.06
+WALL_CENTRES, WALL_HALF, WALL_INNER = square_walls(3.0, 0.06)
 # What a respawned goal must keep clear of: the agent, the hazards, the other goal, its old spot.
 RESPAWN_RADII = jnp.array([0.1] + [HAZARD_RADIUS] * N_HAZARDS + [GOAL_RADIUS, 0.0], jnp.float32)
 
@@ -105,7 +102,7 @@ def agent_reset_state(key, noise):
 @dataclasses.dataclass(frozen=True)
 class GoalTask:
     reward_distance_scale: float = 0.0
-    contact_model: str = "simple"
+    contact_model: str = "mjx"
     observation_size: int = 62
     lazy_step_key: ClassVar[bool] = True  # the key is folded only inside the respawn branch
 

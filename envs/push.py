@@ -18,7 +18,7 @@ obs    = 68: sensors 12, goal lidar 16, hazard lidar 16 (pillars, squares, wall 
 Contacts (envs/contacts.py): the agent meets pillars and walls through MJX's soft rows and
 solver (warm-started CG, 4 iterations); the agent-block contact (one point, soft rows) couples
 both bodies (agent inertia plus the block's mass), the block meets pillars and walls as a box
-(least-overlap axis, free of cost). Goal respawns draw RESPAWN_TRIES candidates (CRAX: 100).
+(least-overlap axis, free of cost). Goal respawns draw placement.RESPAWN_TRIES candidates (CRAX: 100).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from envs import contacts, point, sensing
 from envs.goal import agent_reset_state
 from envs.lazy import lazy_where, step_key
-from envs.placement import place_layout, rejection_sample
+from envs.placement import RESPAWN_TRIES, place_layout, rejection_sample, square_walls
 
 N_FRAMES = 4
 EXTENT = 2.5
@@ -48,9 +48,7 @@ PROXIMITY_COST = 2.0
 COLLISION_COST = 3.0
 LIDAR_RANGE = 3.0
 RESET_NOISE = 0.005
-RESPAWN_TRIES = 32
-WALL_CENTRES = jnp.array([[3.5, 0.0], [-3.5, 0.0], [0.0, 3.5], [0.0, -3.5]], jnp.float32)
-WALL_HALF = jnp.array([[0.1, 3.5], [0.1, 3.5], [3.5, 0.1], [3.5, 0.1]], jnp.float32)
+WALL_CENTRES, WALL_HALF, WALL_INNER = square_walls(3.5, 0.1)
 GOAL_KEEPOUT = float(jnp.sqrt(2.0) * GOAL_HALF)
 PILLAR_KEEPOUT = float(jnp.sqrt(2.0) * PILLAR_HALF)
 SQUARE_KEEPOUT = float(jnp.sqrt(2.0) * SQUARE_HALF)
@@ -82,7 +80,6 @@ def _box_vs_boxes(xy, half, centres, halves):
     return pen, normal
 
 
-WALL_INNER = 3.5 - 0.1
 WALL_OUT = jnp.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]], jnp.float32)
 
 
@@ -173,7 +170,7 @@ def _dist(a, b):
 class PushTask:
     reward_distance_scale: float = 1.0
     reward_agent_block_scale: float = 0.1
-    contact_model: str = "simple"
+    contact_model: str = "mjx"
     observation_size: int = 68
     lazy_step_key: ClassVar[bool] = True  # the key is folded only inside the respawn branch
 

@@ -99,3 +99,12 @@ def test_an_unknown_contact_model_is_refused_by_name():
 
     with pytest.raises(ValueError, match="contact_model='exact'.*mjx"):
         envs.make("push", contact_model="exact")
+
+
+def test_every_task_defaults_to_mjx_contacts_and_simple_is_selectable():
+    """MJX's contact solve is the default of every task (circle accepts the option, no obstacles)."""
+    import envs
+
+    for task in envs.TASKS:
+        assert envs.make(task).task.contact_model == "mjx"
+        assert envs.make(task, contact_model="simple").task.contact_model == "simple"

@@ -595,7 +595,8 @@ def main(argv=None) -> int:
     parser.add_argument("--record-block-speed", metavar="NPZ", help="measure CRAX's pushed-block speed, store it here")
     parser.add_argument("--block-speed", action="store_true", help="with --reference: compare the block speed only")
     parser.add_argument("--contact-model", default=CONTACT_MODEL, choices=("mjx", "simple"),
-                        help="the built-in tasks' contact model (their contact_model option)")
+                        help="the built-in tasks' contact_model option: mjx (their default, CRAX's contact "
+                             "costs) or simple (the fast approximation)")
     args = parser.parse_args(argv)
     CONTACT_MODEL = args.contact_model
     from algos.train import enable_compilation_cache
