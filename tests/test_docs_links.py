@@ -41,3 +41,10 @@ def test_every_relative_link_resolves(page):
         elif fragment and dest.suffix == ".md" and fragment not in anchors(dest):
             broken.append(target)
     assert not broken, f"{page.relative_to(REPO)}: links that do not resolve: {broken}"
+
+
+@pytest.mark.parametrize("page", sorted((REPO / "docs").glob("*.md")), ids=lambda p: p.name)
+def test_every_doc_stays_under_2500_words(page):
+    # a part's doc is a reference for its reader, not a notebook: `wc -w` counts the same
+    words = len(page.read_text(encoding="utf-8").split())
+    assert words < 2500, f"{page.relative_to(REPO)}: {words} words; the limit is 2,500"
