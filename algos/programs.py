@@ -41,15 +41,6 @@ class Compiled(NamedTuple):
 _COMPILED: dict = {}
 
 
-def stacked_hyper(configs):
-    """The runtime scalars of each config, stacked along a leading pack axis."""
-    import jax.numpy as jnp
-
-    from algos.config import HYPER_FIELDS, Hyper
-
-    return Hyper(*(jnp.asarray([getattr(c, f) for c in configs], jnp.float32) for f in HYPER_FIELDS))
-
-
 # A pack runs its members one after another inside one program (lax.map), not under vmap:
 # vmap turns every lax.cond of the tasks (the contact solve only when in contact, respawns
 # only where needed) into a select that computes both branches, which made a vmapped block of
@@ -89,7 +80,7 @@ def compile_programs(config, env=None, size: int | None = None) -> Compiled:
     import jax
     import jax.numpy as jnp
 
-    from algos.config import hyper_of
+    from algos.config import hyper_of, stacked_hyper
     from algos.core import build_programs, make_env
 
     env = env if env is not None else make_env(config)
