@@ -8,8 +8,12 @@ A `TrainConfig` holds everything that defines a run. It splits into two parts:
   to that program as traced values, so one compiled program serves every bound, seed and
   hyperparameter value of a grid.
 
-The algorithm scalars come from the table in `algos/registry.py`. This module imports no JAX
-(the workflow reads the presets and names cheaply).
+Both are ordinary class statements, so editors and type checkers see the fields declared
+here. The algorithm scalars come from the table in `algos/registry.py`: one decorator adds
+them to both classes as fields after the declared ones (in table order, which fixes the
+config's dict, `--set` keys and the programs' arguments), so adding an algorithm touches no
+class here; code reads them by name. This module imports no JAX (the workflow reads the
+presets and names cheaply).
 """
 from __future__ import annotations
 

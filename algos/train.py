@@ -127,12 +127,7 @@ def _train_owned(members, refused, env, say, stop_after_chunks, stop_at) -> int:
         try:
             outcome = train_pack(todo, env=env, stop=stop.reason, say=say, stop_after_chunks=stop_after_chunks,
                                  stop_at=stop_at)
-            for m, p, final in outcome.finished:
-                write_run_folder(m, p, final, outcome.timing, len(todo))
-                J = len(p.host.arrays()["update"])
-                say(f"[{member_name(m)}] done: {J} iterates, {m.config.num_updates * m.config.steps_per_update:,} "
-                    f"steps in {p.train_s:.1f} s train (pack of {len(todo)}; +{outcome.timing['compile_s']:.1f} s "
-                    f"compile, {outcome.timing['eval_wall_s']:.1f} s eval) -> {m.out}")
+            _write_finished(outcome, len(todo), say)  # still under the handlers: a signal now is not a kill
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
@@ -150,6 +145,17 @@ def _train_owned(members, refused, env, say, stop_after_chunks, stop_at) -> int:
         say(f"[algos.train] {why}: checkpoints written, exiting {EXIT_TEMPFAIL}")
         return EXIT_TEMPFAIL
     return 0
+
+
+def _write_finished(outcome, pack_size: int, say) -> None:
+    """The run folder of every member that finished training and evaluation."""
+    timing = outcome.timing
+    for m, p, final in outcome.finished:
+        write_run_folder(m, p, final, timing, pack_size)
+        J = len(p.host.arrays()["update"])
+        say(f"[{member_name(m)}] done: {J} iterates, {m.config.num_updates * m.config.steps_per_update:,} "
+            f"steps in {p.train_s:.1f} s train (pack of {pack_size}; +{timing['compile_s']:.1f} s compile, "
+            f"{timing['eval_wall_s']:.1f} s eval) -> {m.out}")
 
 
 def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None, preset: str = "",
