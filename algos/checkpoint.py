@@ -152,7 +152,6 @@ def _none_usable(folder: str, problems: list[str]) -> CheckpointError:
 
 class Inspection(NamedTuple):
     usable: bool  # a generation can be resumed
-    generation: int | None  # the one a resume would take
     fallback: bool  # it is not the newest: the newest is unreadable
     detail: str  # one line for people
 
@@ -169,13 +168,13 @@ def inspect(folder: str, identity: dict | None = None) -> Inspection:
         if identity is not None:
             fields = _config_difference(meta, identity)
             if fields:
-                return Inspection(False, None, False, str(_different_config(folder, fields)))
+                return Inspection(False, False, str(_different_config(folder, fields)))
         fallback = i > 0 or bool(problems)
         text = (f"checkpoint generation {meta['generation']} usable"
                 + (f" (newer one unreadable: {'; '.join(problems)})" if fallback else "")
                 + "; the rerun resumes from it")
-        return Inspection(True, int(meta["generation"]), fallback, text)
-    return Inspection(False, None, False, str(_none_usable(folder, problems)))
+        return Inspection(True, fallback, text)
+    return Inspection(False, False, str(_none_usable(folder, problems)))
 
 
 def _load_generation(folder: str, meta: dict, template):

@@ -8,14 +8,18 @@ A `TrainConfig` holds everything that defines a run. It splits into two parts:
   to that program as traced values, so one compiled program serves every bound, seed and
   hyperparameter value of a grid.
 
-The algorithm scalars come from the table in `algos/registry.py`. This module imports no JAX
-(the workflow reads the presets and names cheaply).
+Both are ordinary class statements, so editors and type checkers see the fields declared
+here. The algorithm scalars come from the table in `algos/registry.py`: one decorator adds
+them to both classes as fields after the declared ones (in table order, which fixes the
+config's dict, `--set` keys and the programs' arguments), so adding an algorithm touches no
+class here; code reads them by name. This module imports no JAX (the workflow reads the
+presets and names cheaply).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, NamedTuple
+from typing import Any, TypeVar
 
 from algos.registry import ALGOS, algorithm_scalars, get as get_algorithm
 
@@ -35,10 +39,34 @@ class ConfigFieldError(ValueError):
         self.field = field
 
 
+ALGO_SCALARS = algorithm_scalars()  # every algorithm's runtime scalars, name -> default, in table order
+_Class = TypeVar("_Class", bound=type)
+
+
+def _with_algorithm_scalars(annotation, defaults: bool):
+    """Class decorator (under @dataclass): every algorithm's scalar (algos/registry.py) becomes a
+    field after the declared ones, in table order, with its default when `defaults`. The table
+    is the one place that names them, so adding an algorithm touches no class here."""
+
+    def add(cls: _Class) -> _Class:
+        clash = sorted(set(ALGO_SCALARS) & set(cls.__annotations__))
+        if clash:
+            raise ValueError(f"algos.registry: scalar name(s) {clash} are already {cls.__name__} fields")
+        for name, default in ALGO_SCALARS.items():
+            cls.__annotations__[name] = annotation
+            if defaults:
+                setattr(cls, name, default)
+        return cls
+
+    return add
+
+
 @dataclasses.dataclass(frozen=True)
-class _TrainConfigBase:
+@_with_algorithm_scalars(float, defaults=True)
+class TrainConfig:
     """One training run. Defaults are CRAX's networks and schedule and the paper's budget (the
-    `paper` preset); `TrainConfig` adds every algorithm's scalars from the registry."""
+    `paper` preset); every algorithm's scalars follow the fields below (their defaults are the
+    registry's)."""
 
     # what to train
     task: str = "goal"
@@ -105,7 +133,7 @@ class _TrainConfigBase:
     def uses_cost_critic(self) -> bool:
         return get_algorithm(self.algo).uses_cost_critic
 
-    def validate(self) -> "TrainConfig":
+    def validate(self) -> TrainConfig:
         def bad(field: str, why: str) -> ValueError:
             return ConfigFieldError(field, f"config field {field!r} = {getattr(self, field)!r}: {why}")
 
@@ -127,7 +155,7 @@ class _TrainConfigBase:
             raise bad("seed", "must be in [0, 2**31)")
         return self
 
-    def static_key(self) -> "_TrainConfigBase":
+    def static_key(self) -> TrainConfig:
         """The config with every runtime value blanked: equal keys share compiled programs."""
         return dataclasses.replace(self, **{f: 0.0 for f in HYPER_FIELDS}, seed=0, total_steps=0,
                                    checkpoint_every_s=0.0)
@@ -140,28 +168,48 @@ class _TrainConfigBase:
         return out
 
 
-# Runtime (traced) scalars of a run: the PPO core's, then every algorithm's in table order.
-CORE_HYPER_FIELDS = ("bound", "learning_rate", "entropy_cost", "discount", "gae_lambda", "clip_eps",
-                     "reward_scaling")
-ALGO_SCALARS = algorithm_scalars()
-_clash = sorted(set(ALGO_SCALARS) & {f.name for f in dataclasses.fields(_TrainConfigBase)})
-if _clash:
-    raise ValueError(f"algos.registry: scalar name(s) {_clash} are already TrainConfig fields")
+@dataclasses.dataclass(frozen=True)
+@_with_algorithm_scalars(Any, defaults=False)
+class Hyper:
+    """The runtime values of a run (float32 scalars, or arrays with a leading pack axis), traced
+    arguments of its programs: the PPO core's below, then every algorithm's scalars. A JAX
+    pytree (leaves in field order) once `hyper_of` or `stacked_hyper` has made one."""
 
-TrainConfig = dataclasses.make_dataclass(
-    "TrainConfig", [(name, float, dataclasses.field(default=value)) for name, value in ALGO_SCALARS.items()],
-    bases=(_TrainConfigBase,), frozen=True)
-TrainConfig.__module__, TrainConfig.__doc__ = __name__, _TrainConfigBase.__doc__
+    bound: Any
+    learning_rate: Any
+    entropy_cost: Any
+    discount: Any
+    gae_lambda: Any
+    clip_eps: Any
+    reward_scaling: Any
 
-# changing any of these never recompiles
-Hyper = NamedTuple("Hyper", [(name, Any) for name in CORE_HYPER_FIELDS + tuple(ALGO_SCALARS)])
-HYPER_FIELDS = Hyper._fields
+
+HYPER_FIELDS = tuple(f.name for f in dataclasses.fields(Hyper))  # changing any of these never recompiles
+_hyper_registered: list = []
+
+
+def _register_hyper() -> None:
+    """Make Hyper a JAX pytree on first use (so that importing this module imports no JAX)."""
+    import jax
+
+    if not _hyper_registered:
+        jax.tree_util.register_dataclass(Hyper, data_fields=list(HYPER_FIELDS), meta_fields=[])
+        _hyper_registered.append(Hyper)
 
 
 def hyper_of(config: TrainConfig) -> Hyper:
     import jax.numpy as jnp
 
+    _register_hyper()
     return Hyper(*(jnp.float32(getattr(config, f)) for f in HYPER_FIELDS))
+
+
+def stacked_hyper(configs) -> Hyper:
+    """The runtime values of each config, stacked along a leading pack axis."""
+    import jax.numpy as jnp
+
+    _register_hyper()
+    return Hyper(*(jnp.asarray([getattr(c, f) for c in configs], jnp.float32) for f in HYPER_FIELDS))
 
 
 # ---- presets ---------------------------------------------------------------------------

@@ -20,7 +20,6 @@ scalars) and the seed are traced arguments.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -121,14 +120,10 @@ def make_env(config: TrainConfig):
                      episode_length=config.episode_length, **dict(config.env_kwargs))
 
 
-@functools.lru_cache(maxsize=None)
-def _programs_cached(static: TrainConfig, env) -> Programs:
-    return _build_programs(static, env)
-
-
 def build_programs(config: TrainConfig, env=None) -> Programs:
-    """The (unjitted) init / chunk / evaluate functions; shared by every config with equal static part."""
-    return _programs_cached(config.static_key(), env if env is not None else make_env(config))
+    """The (unjitted) init / chunk / evaluate functions of `config`'s static part: built from the
+    blanked config, so no runtime value is baked in (algos.programs memoises their compiled form)."""
+    return _build_programs(config.static_key(), env if env is not None else make_env(config))
 
 
 def _build_programs(cfg: TrainConfig, env) -> Programs:

@@ -53,9 +53,6 @@ class Direction(NamedTuple):
     case: jnp.ndarray  # int32 0..4
     lam: jnp.ndarray
     nu: jnp.ndarray
-    q: jnp.ndarray
-    r: jnp.ndarray
-    s: jnp.ndarray
 
 
 def conjugate_gradient(matvec, rhs, iters, residual_tol=CG_RESIDUAL_TOL, eps=CG_EPS):
@@ -129,7 +126,7 @@ def cpo_direction(g, b, c, matvec, target_kl, cg_iters) -> Direction:
     step = jnp.where(trpo, alpha * x, jnp.where(dual, (x - nu_dual * p) / (lam_dual + EPS), -nu_recover * p))
     lam = jnp.where(trpo, 1.0 / (alpha + EPS), jnp.where(dual, lam_dual, 0.0))
     nu = jnp.where(trpo, 0.0, jnp.where(dual, nu_dual, nu_recover))
-    return Direction(step, case, lam, nu, q, r, s)
+    return Direction(step, case, lam, nu)
 
 
 def line_search(evaluate, theta, step, before, c, case, target_kl, max_steps, decay):

@@ -26,7 +26,6 @@ them traced (no Python branching on them) and loop with `lax` loops, never over 
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable, NamedTuple
 
 import jax.numpy as jnp
@@ -99,12 +98,9 @@ def update_stats(mean_step_cost, h, episode_length: int) -> UpdateStats:
     return UpdateStats(cost, cost - h.bound / episode_length)
 
 
-@functools.cache
-def _simple_hooks(name: str, loss_ref: str, update_ref: str | None, multiplier_init: str | None) -> Hooks:
-    from algos.registry import _load
-
-    loss_fn = _load(loss_ref)
-    update_fn = None if update_ref is None else _load(update_ref)
+def simple_hooks(spec) -> Hooks:
+    """The simple form (a loss, an optional multiplier update) as `Hooks` with `AlgoState`."""
+    loss_fn, update_fn, multiplier_init = spec.loss_fn, spec.update_fn, spec.multiplier_init
 
     def init(h):
         initial = getattr(h, multiplier_init) if multiplier_init is not None else jnp.float32(0.0)
@@ -121,8 +117,3 @@ def _simple_hooks(name: str, loss_ref: str, update_ref: str | None, multiplier_i
         return (state.multiplier,)
 
     return Hooks(init=init, trace=trace, update=update, loss=loss)
-
-
-def simple_hooks(spec) -> Hooks:
-    """The simple form (a loss, an optional multiplier update) as `Hooks` with `AlgoState`."""
-    return _simple_hooks(spec.label, spec.loss, spec.update, spec.multiplier_init)

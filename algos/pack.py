@@ -1,20 +1,18 @@
-"""Train a pack of runs as one vmapped program: start or resume each member, train in chunks,
-checkpoint each member into its own folder, evaluate, write each member's run folder.
+"""The training loop of a pack of runs of one program: start or resume each member from its
+checkpoint, train in chunks, checkpoint each member between chunks, evaluate the final policies.
 
-Every member is a run of its own: its folder, seed stream, checkpoints and completeness
-contract (algos.runfolder) are those of a run trained alone, so a member resumes alone or in
-another pack, and a failed member is retrained without its finished pack-mates. A member
-whose training diverges is dropped from the pack (its failure recorded by the caller); the
-others go on.
+Every member is a run of its own: its seed stream and checkpoints are those of a run trained
+alone, so a member resumes alone or in another pack. A member whose training diverges is
+dropped from the pack; the others go on. The loop returns what the job (algos.train) needs to
+write the run folders and failure records: it sets no signal handlers, takes no locks and
+writes nothing but checkpoints.
 """
 from __future__ import annotations
 
 import math
 import os
-import platform
-import shutil
 import time
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 HOST_FIELDS = ("update", "step", "ret", "cost", "length", "multiplier", "metrics", "state", "wall_time")
 
@@ -113,7 +111,7 @@ def _start(members, compiled, say) -> tuple[object, list[Progress]]:
 
     from algos import checkpoint
     from algos.core import METRIC_NAMES
-    from algos.programs import stacked_hyper
+    from algos.config import stacked_hyper
     from algos.registry import get as get_algorithm
     from metrics.run_layout import CHECKPOINT_DIR
 
@@ -128,7 +126,7 @@ def _start(members, compiled, say) -> tuple[object, list[Progress]]:
             states.append(_slice(fresh, i))
             progress.append(Progress(host))
             continue
-        name = _member_name(m)
+        name = member_name(m)
         try:
             state, arrays, meta = checkpoint.load(ckpt, compiled.template, checkpoint.identity_of(m.config),
                                                   warn=lambda text: say(f"[{name}] warning: {text}"))
@@ -152,7 +150,7 @@ def _start(members, compiled, say) -> tuple[object, list[Progress]]:
     return _stack(states + states[-1:] * (len(configs) - len(states))), progress
 
 
-def _member_name(m: Member) -> str:
+def member_name(m: Member) -> str:
     from metrics.run_layout import run_id
 
     return run_id(m.config.task, m.config.bound, m.config.algo, m.config.seed)
@@ -171,12 +169,12 @@ def train_chunks(members, compiled, state, progress, *, say, stop, stop_after_ch
     """Run chunks until every live member has spent its budget, or a stop is asked for.
 
     Returns (state, why): why is None when done, else the reason for stopping after every
-    live member's checkpoint was written (a signal, `stop_after_chunks`, the `stop_at` deadline).
+    live member's checkpoint was written (`stop()`'s, `stop_after_chunks`, the `stop_at` deadline).
     """
     import jax.numpy as jnp
     import numpy as np
 
-    from algos.programs import stacked_hyper
+    from algos.config import stacked_hyper
 
     configs = padded_configs(members)
     h = stacked_hyper(configs)
@@ -206,13 +204,13 @@ def train_chunks(members, compiled, state, progress, *, say, stop, stop_after_ch
             if before[i] >= budgets[i]:  # done earlier; trains on unused until its pack-mates finish
                 continue
             if count > C:
-                p.failed = (f"{_member_name(m)}: {count} iterates completed in one chunk but the log holds {C}; "
+                p.failed = (f"{member_name(m)}: {count} iterates completed in one chunk but the log holds {C}; "
                             f"episodes end early in this task: raise --set log_capacity=")
             elif not ok[i].all():
-                p.failed = (f"{_member_name(m)}: training diverged (NaN/inf multiplier or cost) at update "
+                p.failed = (f"{member_name(m)}: training diverged (NaN/inf multiplier or cost) at update "
                             f"{int(before[i]) + int(np.argmin(ok[i]))}; no outputs written")
             if p.failed:
-                say(f"[{_member_name(m)}] failed: {p.failed}")
+                say(f"[{member_name(m)}] failed: {p.failed}")
                 continue
             done = int(updates[i] - before[i])
             rows = log_host["update"][i, :count] - before[i]
@@ -230,12 +228,10 @@ def train_chunks(members, compiled, state, progress, *, say, stop, stop_after_ch
         eta_text = time.strftime("%H:%M:%S", time.gmtime(eta)) if math.isfinite(eta) else "?"
         say(f"[{name}] {len(live())} runs | update {int(min(updates[live()], default=0))}/{int(budgets.max())} | "
             f"{rate:,.0f} steps/s | ETA {eta_text}")
-        why = None
-        if stop.signal is not None:
-            why = f"signal {stop.signal}"
-        elif stop_after_chunks is not None and chunks_here >= stop_after_chunks:
+        why = stop()
+        if why is None and stop_after_chunks is not None and chunks_here >= stop_after_chunks:
             why = f"stop after {chunks_here} chunks"
-        elif stop_at is not None and time.time() + 2 * longest_chunk >= stop_at:
+        if why is None and stop_at is not None and time.time() + 2 * longest_chunk >= stop_at:
             why = f"{stop_at - time.time():.0f} s left before the stop time, less than two chunks"
         pending = [i for i in live() if updates[i] < budgets[i]]
         if pending and (why or time.monotonic() - last_save >= cfg.checkpoint_every_s):
@@ -252,7 +248,7 @@ def evaluate_final(members, compiled, state, progress):
     import jax.numpy as jnp
     import numpy as np
 
-    from algos.programs import stacked_hyper
+    from algos.config import stacked_hyper
 
     configs = padded_configs(members)
     seeds = jnp.asarray([c.seed for c in configs], jnp.int32)
@@ -266,112 +262,47 @@ def evaluate_final(members, compiled, state, progress):
         member = {phase: {k: v[i] for k, v in r.items()} for phase, r in results.items()}
         for phase, r in member.items():
             if p.failed is None and not r["done"].all():
-                p.failed = f"{_member_name(m)}: {phase}: some evaluation episodes did not end within T steps"
+                p.failed = f"{member_name(m)}: {phase}: some evaluation episodes did not end within T steps"
         out.append(member)
     return out
 
 
-def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_size: int) -> None:
-    """episodes.parquet and trace.parquet, then run.json (which records their row counts)."""
-    import jax
-    import numpy as np
+class Finished(NamedTuple):
+    """A member whose training and final evaluation succeeded: what its run folder is made of."""
 
-    from algos import runfolder
-    from algos.core import METRIC_NAMES
-    from algos.registry import get as get_algorithm
-    from metrics import episode_table, run_layout
-
-    config = m.config
-    algorithm = get_algorithm(config.algo)
-    arrays = p.host.arrays()
-    N, S = config.num_envs, config.unrolls_per_update * config.unroll_length
-    J = len(arrays["update"])
-    iterations = np.arange(J)
-    meta_run = (config.task, config.bound, config.algo, config.seed)
-    blocks = [episode_table.episode_rows(*meta_run, "train", iterations, arrays["ret"], arrays["cost"],
-                                         arrays["length"])]
-    for phase, r in final.items():
-        blocks.append(episode_table.episode_rows(*meta_run, phase, [max(J - 1, 0)], r["ret"][None],
-                                                 r["cost"][None], r["length"][None]))
-    steps = arrays["update"].astype(np.int64) * S + arrays["step"] + 1
-    trace = {
-        "iteration": iterations, "update": arrays["update"].astype(np.int64), "env_steps": steps * N,
-        "wall_time": arrays["wall_time"],
-        "multiplier": (arrays["multiplier"].astype(np.float64) if algorithm.has_multiplier
-                       else np.full(J, np.nan)),
-        **{name: arrays["metrics"][:, i].astype(np.float64) for i, name in enumerate(METRIC_NAMES)},
-        "mean_return": arrays["ret"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
-        "mean_cost": arrays["cost"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
-        # the algorithm's own state at the same points (its registry entry's state_columns)
-        **{name: arrays["state"][:, i].astype(np.float64) for i, name in enumerate(algorithm.state_columns)},
-    }
-    episodes = episode_table.episodes_table(blocks)
-    trace = runfolder.trace_table(trace, algorithm.state_columns)
-    files = {}
-    for name, table in ((run_layout.EPISODES, episodes), (run_layout.TRACE, trace)):
-        runfolder.write_parquet(os.path.join(m.out, name), table)
-        files[name] = runfolder.file_record(os.path.join(m.out, name), table.num_rows)
-    env_steps = config.num_updates * config.steps_per_update
-    device = jax.devices()[0]
-    runfolder.write_json(os.path.join(m.out, run_layout.RUN_JSON), {
-        "config": config.to_dict(), "preset": m.preset, "complete": True,
-        "files": files, "code_version": p.code_versions[-1], "code_versions": p.code_versions,
-        "env_steps": env_steps, "iterates": J, "updates": config.num_updates,
-        # the pack's wall times: its members trained together, so a run's share is 1 / pack_size
-        "pack_size": pack_size, "train_wall_s": p.train_s, **timing, "restarts": p.restarts,
-        "steps_per_s": env_steps / p.train_s if p.train_s > 0 else None,
-        "final": {phase: {"mean_return": float(np.mean(r["ret"])), "mean_cost": float(np.mean(r["cost"]))}
-                  for phase, r in final.items()},
-        "device": {"platform": device.platform, "kind": device.device_kind, "count": jax.device_count(),
-                   "host": platform.node(), "cpus": os.cpu_count()},
-        "versions": _versions(),
-    })
-    shutil.rmtree(os.path.join(m.out, run_layout.CHECKPOINT_DIR), ignore_errors=True)
+    member: Member
+    progress: Progress
+    final: dict  # phase -> {"done", "ret", "cost", "length"} of its final evaluation episodes
 
 
-def _versions() -> dict:
-    from importlib import metadata
-
-    out = {"python": platform.python_version()}
-    for package in ("jax", "jaxlib", "optax", "numpy", "saferl-eval"):
-        try:
-            out[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            out[package] = None
-    return out
+class Outcome(NamedTuple):
+    stopped: str | None  # why training stopped early (every live member's checkpoint written); None when done
+    failures: dict  # run folder -> error, for the members that failed
+    finished: list  # Finished, in member order
+    timing: dict  # the pack's eval_wall_s, compile_s and process_wall_s
 
 
-def train_pack(members, *, env=None, stop, say, stop_after_chunks=None, stop_at=None):
-    """Train (or resume) every member; returns (why, failures): why is None when training
-    finished (every member without a failure has its run folder), else why it stopped early
-    (checkpoints written); failures maps a member's folder to its error."""
+def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_after_chunks=None,
+               stop_at=None) -> Outcome:
+    """Train (or resume) every member, then evaluate those that finished. `stop()` says why to
+    stop now (checkpoint and return), or None; it is asked after compiling and after each chunk."""
     from algos.programs import compile_programs, pack_slots
 
     check_same_program(members)
     wall_start = time.perf_counter()
     compiled = compile_programs(members[0].config, env, size=pack_slots(len(members)))
-    if stop.signal is not None:
-        return f"signal {stop.signal} while compiling", {}
-    failures = {}
+    why = stop()
+    if why is not None:
+        return Outcome(f"{why} while compiling", {}, [], {})
     state, progress = _start(members, compiled, say)
     state, why = train_chunks(members, compiled, state, progress, say=say, stop=stop,
                               stop_after_chunks=stop_after_chunks, stop_at=stop_at)
-    if why is not None:
-        return why, failures | {m.out: p.failed for m, p in zip(members, progress) if p.failed}
-    if all(p.failed for p in progress):
-        return None, failures | {m.out: p.failed for m, p in zip(members, progress)}
+    failed = {m.out: p.failed for m, p in zip(members, progress) if p.failed}
+    if why is not None or len(failed) == len(members):
+        return Outcome(why, failed, [], {})
     eval_start = time.perf_counter()
     finals = evaluate_final(members, compiled, state, progress)
     timing = {"eval_wall_s": time.perf_counter() - eval_start, "compile_s": compiled.compile_s,
               "process_wall_s": time.perf_counter() - wall_start}
-    for m, p, final in zip(members, progress, finals):
-        if p.failed is None:
-            write_run_folder(m, p, final, timing, len(members))
-            J = len(p.host.arrays()["update"])
-            say(f"[{_member_name(m)}] done: {J} iterates, {m.config.num_updates * m.config.steps_per_update:,} "
-                f"steps in {p.train_s:.1f} s train (pack of {len(members)}; +{compiled.compile_s:.1f} s compile, "
-                f"{timing['eval_wall_s']:.1f} s eval) -> {m.out}")
-        else:
-            failures[m.out] = p.failed
-    return None, failures
-
+    finished = [Finished(m, p, final) for m, p, final in zip(members, progress, finals) if p.failed is None]
+    return Outcome(None, {m.out: p.failed for m, p in zip(members, progress) if p.failed}, finished, timing)

@@ -28,26 +28,20 @@ def enable_compilation_cache(cache_dir: str | None = None) -> str:
 
 
 class Compiled(NamedTuple):
-    """Programs of one run (size None) or of a pack of `size` runs (leading axis of every input)."""
+    """Programs of one run or of a pack of runs (a leading pack axis on every input)."""
 
     init: object  # (seed, hyper) -> TrainState
     chunk: object  # (TrainState, hyper, num_updates) -> (TrainState, IterateLog, UpdateSummary)
     evaluate: object  # (params, normalizer, seed, noise_scale, hyper) -> (Pending, first obs)
     template: object  # ShapeDtypeStruct pytree of ONE run's training state (checkpoints are per run)
     compile_s: float  # 0.0 when the programs were already in this process
-    size: int | None
 
 
+# The one in-process memo of compiled programs, keyed by (static config, env, pack size): a hit
+# costs nothing, while the persistent JAX cache (enable_compilation_cache) still traces and
+# lowers the programs and loads them from disk, seconds per program. The Python objects below
+# it (the programs' functions, the algorithms' hooks) are cheap to rebuild and carry no cache.
 _COMPILED: dict = {}
-
-
-def stacked_hyper(configs):
-    """The runtime scalars of each config, stacked along a leading pack axis."""
-    import jax.numpy as jnp
-
-    from algos.config import HYPER_FIELDS, Hyper
-
-    return Hyper(*(jnp.asarray([getattr(c, f) for c in configs], jnp.float32) for f in HYPER_FIELDS))
 
 
 # A pack runs its members one after another inside one program (lax.map), not under vmap:
@@ -89,7 +83,7 @@ def compile_programs(config, env=None, size: int | None = None) -> Compiled:
     import jax
     import jax.numpy as jnp
 
-    from algos.config import hyper_of
+    from algos.config import hyper_of, stacked_hyper
     from algos.core import build_programs, make_env
 
     env = env if env is not None else make_env(config)
@@ -116,6 +110,6 @@ def compile_programs(config, env=None, size: int | None = None) -> Compiled:
         jax.jit(init).lower(seed, h).compile(),
         jax.jit(chunk).lower(state, h, budget).compile(),
         jax.jit(evaluate).lower(state.params, state.normalizer, seed, jnp.float32(0.0), h).compile(),
-        template, time.perf_counter() - start, size)
+        template, time.perf_counter() - start)
     _COMPILED[cache_key] = compiled
     return compiled

@@ -20,7 +20,6 @@ named as "module:attribute" and imported when training starts.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
 from typing import Callable
 
@@ -179,7 +178,6 @@ def algorithm_scalars() -> dict[str, float]:
     return out
 
 
-@functools.cache
 def _load(ref: str) -> Callable:
     module, _, attr = ref.partition(":")
     return getattr(importlib.import_module(module), attr)

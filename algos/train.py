@@ -1,14 +1,16 @@
-"""Entry point: train one run, or a pack of runs of one program, into their run folders.
+"""The training job: train one run, or a pack of runs of one program, into their run folders.
 
     python -m algos.train --task goal --bound 25 --algo ppo_lag --seed 0 --out DIR   # one run
     python -m algos.train --spec DIR1/spec.json DIR2/spec.json ...                    # a pack
 
 A run spec (spec.json, written by the workflow: algos.runfolder.write_spec) holds the trainer
 preset and the resolved config of the run in its folder; the trainer trains exactly that.
-Runs of one static config train together as one vmapped program (algos.pack). Training goes
-in jitted chunks of updates; every member checkpoints into its own folder between chunks
-(every `checkpoint_every_s` seconds, and on SIGTERM / SIGUSR2 or before `--stop-at`, after
-which it exits with status 75), resumes from DIR/checkpoint/ when restarted, then evaluates the
+This module is the job around the training loop (algos.pack): the command line, the folder
+locks, which folders need training, the signals, the run folders, failure records and exit
+statuses. Runs of one static config train together as one program. Training goes in jitted
+chunks of updates; every member checkpoints into its own folder between chunks (every
+`checkpoint_every_s` seconds, and on SIGTERM / SIGUSR2 or before `--stop-at`, after which the
+job exits with status 75), resumes from DIR/checkpoint/ when restarted, then evaluates the
 final policy on fresh layouts with exploration noise and greedily and writes its run folder.
 A complete folder that holds the same run is left alone; one that holds another run (another
 config) is refused, naming the fields; a half-written one is trained again. An error that a
@@ -21,13 +23,15 @@ import argparse
 import errno
 import os
 import platform
+import shutil
 import signal
 import sys
 import time
 
 from algos import runlock
 from algos.config import ALGOS, BUDGET_FIELDS, PRESETS  # no JAX: XLA_FLAGS can still be set in main
-from algos.programs import compile_programs, enable_compilation_cache  # noqa: F401 (re-exported)
+from algos.pack import Member, Progress, member_name, train_pack
+from algos.programs import enable_compilation_cache
 
 EXIT_TEMPFAIL = 75  # EX_TEMPFAIL: interrupted, checkpoint written, restart to continue
 # I/O errors a retry may not meet again (space freed, quota raised, a storage hiccup)
@@ -42,13 +46,16 @@ def is_transient(err: OSError) -> bool:
 
 
 class _StopFlag:
-    """Set by SIGTERM / SIGUSR2; checked between chunks."""
+    """Set by SIGTERM / SIGUSR2; the loop asks `reason()` between chunks."""
 
     def __init__(self):
         self.signal = None
 
     def __call__(self, signum, frame):
         self.signal = signum
+
+    def reason(self) -> str | None:
+        return None if self.signal is None else f"signal {self.signal}"
 
 
 def _to_train(members, say) -> tuple[list, dict]:
@@ -113,20 +120,20 @@ def _lock(members, say) -> tuple[list, list]:
 
 
 def _train_owned(members, refused, env, say, stop_after_chunks, stop_at) -> int:
-    from algos.pack import train_pack
-
     todo, failures = _to_train(members, say)
     why = None
     if todo:
         stop = _StopFlag()  # installed before compiling: a signal then ends the run with 75, not a kill
         previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGUSR2)}
         try:
-            why, more = train_pack(todo, env=env, stop=stop, say=say, stop_after_chunks=stop_after_chunks,
-                                   stop_at=stop_at)
+            outcome = train_pack(todo, env=env, stop=stop.reason, say=say, stop_after_chunks=stop_after_chunks,
+                                 stop_at=stop_at)
+            _write_finished(outcome, len(todo), say)  # still under the handlers: a signal now is not a kill
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
-        failures |= more
+        why = outcome.stopped
+        failures |= outcome.failures
     for m in members:
         if m.out in failures:
             record_failure(m.out, failures[m.out])
@@ -141,11 +148,20 @@ def _train_owned(members, refused, env, say, stop_after_chunks, stop_at) -> int:
     return 0
 
 
+def _write_finished(outcome, pack_size: int, say) -> None:
+    """The run folder of every member that finished training and evaluation."""
+    timing = outcome.timing
+    for m, p, final in outcome.finished:
+        write_run_folder(m, p, final, timing, pack_size)
+        J = len(p.host.arrays()["update"])
+        say(f"[{member_name(m)}] done: {J} iterates, {m.config.num_updates * m.config.steps_per_update:,} "
+            f"steps in {p.train_s:.1f} s train (pack of {pack_size}; +{timing['compile_s']:.1f} s compile, "
+            f"{timing['eval_wall_s']:.1f} s eval) -> {m.out}")
+
+
 def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None, preset: str = "",
         quiet: bool = False, stop_at: float | None = None) -> int:
     """Train (or resume) one run into `out_dir`: a pack of one."""
-    from algos.pack import Member
-
     return run_pack([Member(config, str(out_dir), preset)], env=env, stop_after_chunks=stop_after_chunks,
                     quiet=quiet, stop_at=stop_at)
 
@@ -193,6 +209,76 @@ def config_from_args(args: argparse.Namespace):
 SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
+def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_size: int) -> None:
+    """episodes.parquet and trace.parquet, then run.json (which records their row counts); the
+    checkpoint is removed once the folder is complete."""
+    import jax
+    import numpy as np
+
+    from algos import runfolder
+    from algos.core import METRIC_NAMES
+    from algos.registry import get as get_algorithm
+    from metrics import episode_table, run_layout
+
+    config = m.config
+    algorithm = get_algorithm(config.algo)
+    arrays = p.host.arrays()
+    N, S = config.num_envs, config.unrolls_per_update * config.unroll_length
+    J = len(arrays["update"])
+    iterations = np.arange(J)
+    meta_run = (config.task, config.bound, config.algo, config.seed)
+    blocks = [episode_table.episode_rows(*meta_run, "train", iterations, arrays["ret"], arrays["cost"], arrays["length"])]
+    for phase, r in final.items():
+        blocks.append(episode_table.episode_rows(*meta_run, phase, [max(J - 1, 0)], r["ret"][None],
+                                                 r["cost"][None], r["length"][None]))
+    steps = arrays["update"].astype(np.int64) * S + arrays["step"] + 1
+    trace = {
+        "iteration": iterations, "update": arrays["update"].astype(np.int64), "env_steps": steps * N,
+        "wall_time": arrays["wall_time"],
+        "multiplier": (arrays["multiplier"].astype(np.float64) if algorithm.has_multiplier
+                       else np.full(J, np.nan)),
+        **{name: arrays["metrics"][:, i].astype(np.float64) for i, name in enumerate(METRIC_NAMES)},
+        "mean_return": arrays["ret"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
+        "mean_cost": arrays["cost"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
+        # the algorithm's own state at the same points (its registry entry's state_columns)
+        **{name: arrays["state"][:, i].astype(np.float64) for i, name in enumerate(algorithm.state_columns)},
+    }
+    episodes = episode_table.episodes_table(blocks)
+    trace = runfolder.trace_table(trace, algorithm.state_columns)
+    files = {}
+    for name, table in ((run_layout.EPISODES, episodes), (run_layout.TRACE, trace)):
+        runfolder.write_parquet(os.path.join(m.out, name), table)
+        files[name] = runfolder.file_record(os.path.join(m.out, name), table.num_rows)
+    env_steps = config.num_updates * config.steps_per_update
+    device = jax.devices()[0]
+    runfolder.write_json(os.path.join(m.out, run_layout.RUN_JSON), {
+        "config": config.to_dict(), "preset": m.preset, "complete": True,
+        "files": files, "code_version": p.code_versions[-1], "code_versions": p.code_versions,
+        "env_steps": env_steps, "iterates": J, "updates": config.num_updates,
+        # the pack's wall times: its members trained together, so a run's share is 1 / pack_size
+        "pack_size": pack_size, "train_wall_s": p.train_s, **timing, "restarts": p.restarts,
+        "steps_per_s": env_steps / p.train_s if p.train_s > 0 else None,
+        "final": {phase: {"mean_return": float(np.mean(r["ret"])), "mean_cost": float(np.mean(r["cost"]))}
+                  for phase, r in final.items()},
+        "device": {"platform": device.platform, "kind": device.device_kind, "count": jax.device_count(),
+                   "host": platform.node(), "cpus": os.cpu_count()},
+        "versions": _versions(),
+    })
+    shutil.rmtree(os.path.join(m.out, run_layout.CHECKPOINT_DIR), ignore_errors=True)
+
+
+def _versions() -> dict:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for package in ("jax", "jaxlib", "optax", "numpy", "saferl-eval"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = None
+    return out
+
+
 def record_failure(out_dir: str, message: str) -> None:
     """failure.json: the last attempt failed for a reason a retry would meet again (an error,
     not a signal or a time limit); workflow.train_job reads it before a retry."""
@@ -215,7 +301,6 @@ def members_from_args(args: argparse.Namespace) -> list:
     """The runs to train: from their spec files, or the one run the options describe.
     Raises ValueError naming the file or option."""
     from algos import runfolder
-    from algos.pack import Member
 
     if args.spec is None:
         if os.path.exists(args.out) and not os.path.isdir(args.out):

@@ -24,8 +24,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from algos.config import hyper_of, make_config  # noqa: E402
-from algos.programs import compile_programs, enable_compilation_cache, pack_slots, stacked_hyper  # noqa: E402
+from algos.config import hyper_of, make_config, stacked_hyper  # noqa: E402
+from algos.programs import compile_programs, enable_compilation_cache, pack_slots  # noqa: E402
 
 
 def measure(config, size, chunks):

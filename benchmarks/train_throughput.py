@@ -55,7 +55,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from algos.config import PRESETS, hyper_of, make_config  # noqa: E402
 from algos.networks import mlp_flops_per_input  # noqa: E402
-from algos.train import compile_programs, enable_compilation_cache  # noqa: E402
+from algos.programs import compile_programs, enable_compilation_cache  # noqa: E402
 from interpreters import comparison_python  # noqa: E402  (benchmarks/, the script's folder)
 
 

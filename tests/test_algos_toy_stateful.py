@@ -5,17 +5,13 @@ traces its state and computes its metrics up to tiers.csv."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from toy_sweep import toy_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -55,37 +51,15 @@ TOY_ENTRY = '''    "momentum": Algorithm(
 '''
 
 
-def add_toy_algorithm(repo: Path) -> None:
-    registry = repo / "algos" / "registry.py"
-    text = registry.read_text()
-    anchor = "ALGORITHMS: dict[str, Algorithm] = {\n"
-    assert anchor in text
-    registry.write_text(text.replace(anchor, anchor + TOY_ENTRY))
-    (repo / "algos" / "momentum.py").write_text(TOY_MODULE)
-
-
 @pytest.fixture(scope="module")
-def toy_sweep(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("toy_stateful")
-    repo = root / "repo"
-    shutil.copytree(REPO, repo, ignore=shutil.ignore_patterns(
-        ".git", ".jax_cache", ".snakemake", ".pytest_cache", "results", "__pycache__", ".venv"))
-    add_toy_algorithm(repo)
-    work = root / "work"
-    work.mkdir()
-    (work / "toy.yaml").write_text("preset: tiny\nalgos: [momentum]\nbounds: [15]\n")
-    env = {**os.environ, "PYTHONPATH": str(repo)}  # the copy's packages, in the controller and the jobs
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"),
-                           "--workflow-profile", str(repo / "cluster_profiles" / "local"),
-                           "metrics", "--configfile", "toy.yaml"],
-                          cwd=work, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return work
+def toy_work(tmp_path_factory) -> Path:
+    return toy_sweep(tmp_path_factory.mktemp("toy_stateful"), TOY_ENTRY, {"algos/momentum.py": TOY_MODULE},
+                     "preset: tiny\nalgos: [momentum]\nbounds: [15]\n")
 
 
-def test_a_stateful_toy_added_in_one_module_trains_traces_its_state_and_is_evaluated(toy_sweep):
-    runs = sorted((toy_sweep / "results" / "runs" / "circle").glob("d*/momentum/seed*"))
-    assert [r.relative_to(toy_sweep / "results" / "runs").as_posix() for r in runs] == [
+def test_a_stateful_toy_added_in_one_module_trains_traces_its_state_and_is_evaluated(toy_work):
+    runs = sorted((toy_work / "results" / "runs" / "circle").glob("d*/momentum/seed*"))
+    assert [r.relative_to(toy_work / "results" / "runs").as_posix() for r in runs] == [
         "circle/d15/momentum/seed0", "circle/d15/momentum/seed1"]
     for run in runs:
         trace = pd.read_parquet(run / "trace.parquet")
@@ -95,5 +69,5 @@ def test_a_stateful_toy_added_in_one_module_trains_traces_its_state_and_is_evalu
         assert np.any(velocity != 0.0)  # the state moved
         config = json.loads((run / "run.json").read_text())["config"]
         assert (config["algo"], config["momentum_lr"], config["momentum_beta"]) == ("momentum", 3.0, 0.9)
-    tiers = pd.read_csv(toy_sweep / "results" / "metrics" / "tiers.csv")
+    tiers = pd.read_csv(toy_work / "results" / "metrics" / "tiers.csv")
     assert set(tiers["algo"]) == {"momentum"}

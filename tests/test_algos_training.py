@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from algos import checkpoint, train
+from algos.programs import compile_programs
 from algos.config import make_config
 
 pytestmark = pytest.mark.slow
@@ -127,7 +128,7 @@ def test_multiplier_follows_the_bound_in_training(tmp_path):
 
 def test_greedy_and_noisy_evaluation_differ_only_in_the_noise():
     cfg = make_config("cpu", dict(task="goal", algo="ppo_lag", bound=15))
-    compiled = train.compile_programs(cfg)
+    compiled = compile_programs(cfg)
     from algos.config import hyper_of
 
     state = compiled.init(jnp.int32(3), hyper_of(cfg))

@@ -4,17 +4,13 @@ a tiny sweep trains it and computes its metrics up to tiers.csv."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from toy_sweep import toy_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -35,38 +31,15 @@ def ratchet_update(m, violation, h: Hyper):
 '''
 
 
-def add_toy_algorithm(repo: Path) -> None:
-    registry = repo / "algos" / "registry.py"
-    text = registry.read_text()
-    anchor = "ALGORITHMS: dict[str, Algorithm] = {\n"
-    assert anchor in text
-    registry.write_text(text.replace(anchor, anchor + TOY_ENTRY))
-    hooks = repo / "algos" / "hooks.py"
-    hooks.write_text(hooks.read_text() + TOY_HOOKS)
-
-
 @pytest.fixture(scope="module")
-def toy_sweep(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("toy_algo")
-    repo = root / "repo"
-    shutil.copytree(REPO, repo, ignore=shutil.ignore_patterns(
-        ".git", ".jax_cache", ".snakemake", ".pytest_cache", "results", "__pycache__", ".venv"))
-    add_toy_algorithm(repo)
-    work = root / "work"
-    work.mkdir()
-    (work / "toy.yaml").write_text("preset: tiny\nalgos: [ratchet]\n")
-    env = {**os.environ, "PYTHONPATH": str(repo)}  # the copy's packages, in the controller and the jobs
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"),
-                           "--workflow-profile", str(repo / "cluster_profiles" / "local"),
-                           "metrics", "--configfile", "toy.yaml"],
-                          cwd=work, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return work
+def toy_work(tmp_path_factory) -> Path:
+    return toy_sweep(tmp_path_factory.mktemp("toy_algo"), TOY_ENTRY, {"algos/hooks.py": TOY_HOOKS},
+                     "preset: tiny\nalgos: [ratchet]\n")
 
 
-def test_a_toy_algorithm_added_through_the_registry_trains_and_is_evaluated(toy_sweep):
-    runs = sorted((toy_sweep / "results" / "runs" / "circle").glob("d*/ratchet/seed*"))
-    assert [r.relative_to(toy_sweep / "results" / "runs").as_posix() for r in runs] == [
+def test_a_toy_algorithm_added_through_the_registry_trains_and_is_evaluated(toy_work):
+    runs = sorted((toy_work / "results" / "runs" / "circle").glob("d*/ratchet/seed*"))
+    assert [r.relative_to(toy_work / "results" / "runs").as_posix() for r in runs] == [
         "circle/d15/ratchet/seed0", "circle/d15/ratchet/seed1", "circle/d25/ratchet/seed0", "circle/d25/ratchet/seed1"]
     for run in runs:
         trace = pd.read_parquet(run / "trace.parquet")
@@ -80,7 +53,7 @@ def test_a_toy_algorithm_added_through_the_registry_trains_and_is_evaluated(toy_
         assert set(episodes["phase"]) == {"train", "final_explore", "final_greedy"}
         config = json.loads((run / "run.json").read_text())["config"]
         assert (config["algo"], config["ratchet_init"], config["ratchet_rate"]) == ("ratchet", 0.25, 2.0)
-    tiers = pd.read_csv(toy_sweep / "results" / "metrics" / "tiers.csv")
+    tiers = pd.read_csv(toy_work / "results" / "metrics" / "tiers.csv")
     assert set(tiers["algo"]) == {"ratchet"} and set(tiers["phase"]) == {"train", "final_explore", "final_greedy"}
-    iqm = pd.read_csv(toy_sweep / "results" / "metrics" / "iqm.csv")
+    iqm = pd.read_csv(toy_work / "results" / "metrics" / "iqm.csv")
     assert set(iqm["algo"]) == {"ratchet"}

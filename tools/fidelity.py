@@ -396,10 +396,10 @@ def load_reference(path: str):
 
 def train_policy(out: str, seed: int = 0, total_steps: float = 400_000) -> None:
     """Train PPO-Lag on the built-in goal task with the trainer's cpu preset (this repo's
-    programs, algos.train.compile_programs) and save the policy parameters and normaliser."""
+    programs, algos.programs.compile_programs) and save the policy parameters and normaliser."""
     from algos.config import hyper_of, make_config
     from algos.normalizer import Normalizer
-    from algos.train import compile_programs
+    from algos.programs import compile_programs
 
     config = make_config("cpu", dict(task="goal", bound=25.0, algo="ppo_lag", seed=seed, total_steps=int(total_steps)))
     compiled = compile_programs(config)
@@ -599,7 +599,7 @@ def main(argv=None) -> int:
                              "costs) or simple (the fast approximation)")
     args = parser.parse_args(argv)
     CONTACT_MODEL = args.contact_model
-    from algos.train import enable_compilation_cache
+    from algos.programs import enable_compilation_cache
 
     enable_compilation_cache()
     if args.train:
