@@ -120,7 +120,7 @@ ALGORITHMS: dict[str, Algorithm] = {
                  "saute_carry_budget": 0.0}),
     "crpo": Algorithm(
         label="CRPO", uses_cost_critic=True, hooks="algos.crpo:HOOKS",
-        multiplier="cost step (1: the update minimises the cost)",
+        multiplier="cost step (1: on the cost)",  # the update minimised the cost, not the reward
         scalars={"crpo_eta": 0.0}),
     "cpo": Algorithm(
         label="CPO", uses_cost_critic=True, hooks="algos.cpo:HOOKS",
