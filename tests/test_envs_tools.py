@@ -3,7 +3,6 @@ imports no other package of this project, and the tools around the tasks (tools.
 tools.fidelity) live outside it, so editing them leaves `code_version` unchanged."""
 from __future__ import annotations
 
-import ast
 import shutil
 from pathlib import Path
 
@@ -13,29 +12,9 @@ import envs
 from algos.runfolder import CODE_PACKAGES, code_version
 
 REPO = Path(__file__).resolve().parent.parent
-PROJECT = {"envs", "algos", "metrics", "workflow", "recorders", "tools"}
 
-
-def project_imports(path: Path) -> set[str]:
-    """Top-level project packages a source file imports (anywhere in it, lazy imports included)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
-    return found & PROJECT
-
-
-def test_envs_imports_no_other_package_of_the_project():
-    above = {str(p.relative_to(REPO)): sorted(project_imports(p) - {"envs"}) for p in (REPO / "envs").rglob("*.py")}
-    assert {k: v for k, v in above.items() if v} == {}
-
-
-def test_nothing_but_tools_imports_tools():
-    users = [str(p.relative_to(REPO)) for package in PROJECT - {"tools"} if (REPO / package).is_dir()
-             for p in (REPO / package).rglob("*.py") if "tools" in project_imports(p)]
-    assert users == []
+# That envs imports no other package and nothing imports tools is checked with every other
+# layer rule in tests/test_architecture.py.
 
 
 def test_code_version_covers_envs_but_not_the_tools(tmp_path):
