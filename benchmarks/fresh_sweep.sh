@@ -8,6 +8,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-/tmp/saferl-fresh}
 rm -rf "$dir" && git clone -q "$repo" "$dir" && cd "$dir" || exit 1
 cmd=$(sed -n '/<!-- sweep-command -->/,/<!-- \/sweep-command -->/p' README.md | grep -v -e '^<!--' -e '^```')
+# a cold compilation cache of its own (the trainer reads $JAX_COMPILATION_CACHE_DIR), not ~/.cache's
+export JAX_COMPILATION_CACHE_DIR="$dir/.jax-cache-cold"
 echo "sweep command: $cmd"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/time -f "wall %e s, user %U s, system %S s " \
