@@ -190,15 +190,18 @@ def final_rollout(reset, step, policy, reset_keys, noise_key, num_steps: int, no
     state, obs = jax.vmap(reset)(reset_keys)
 
     def body(carry, _):
-        state, obs, sums, rec, key = carry
+        state, obs, sums, held, key = carry
         key, k_act = jax.random.split(key)
         state, obs, reward, cost, done = jax.vmap(step)(state, policy(obs, k_act, noise_scale))
         sums, finished = accumulate(sums, reward, cost, done)
-        return (state, obs, sums, record_finished(rec, finished), key), None
+        return (state, obs, sums, keep_first(held, finished), key), None
 
-    carry = (state, obs, init_sums(n), init_recorder(n, 1), noise_key)
-    (_, _, _, rec, _), _ = jax.lax.scan(body, carry, None, length=num_steps)
-    return rec._replace(count=jnp.minimum(rec.count, 1))  # envs that auto-reset may complete more; the first is kept
+    carry = (state, obs, init_sums(n), no_episodes(n), noise_key)
+    (_, _, _, held, _), _ = jax.lax.scan(body, carry, None, length=num_steps)
+    # each env's first episode only (envs that auto-reset may finish more): one iterate or none
+    complete = jnp.all(held.done)
+    return IterateRecorder(held.done & ~complete, held.ret, held.cost, held.length, complete.astype(jnp.int32),
+                           held.ret[None], held.cost[None], held.length[None])
 
 
 def evaluate_final(writer: EpisodeWriter, reset, step, policy, reset_keys, noise_key, num_steps: int) -> dict:
