@@ -27,7 +27,6 @@ ARRAYS = "state-{slot}.npz"
 META = "state-{slot}.json"
 LEGACY_META = "checkpoint.json"  # one-slot metadata of earlier versions, still read
 SLOTS = (0, 1)
-NOT_IDENTITY = ("checkpoint_every_s",)  # config fields a resume may change
 _READ_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 
 
@@ -39,6 +38,8 @@ def identity_of(config) -> dict:
     """The config fields a checkpoint must match to be resumed (everything that shapes the run:
     not the scalars of other algorithms, algos.registry.foreign_scalars)."""
     from algos.registry import foreign_scalars
+
+    from algos.config import NOT_IDENTITY
 
     foreign = foreign_scalars(config.algo)
     return {k: v for k, v in config.to_dict().items() if k not in NOT_IDENTITY and k not in foreign}

@@ -24,6 +24,9 @@ from typing import Any, TypeVar
 from algos.registry import ALGOS, algorithm_scalars, get as get_algorithm
 
 ACTIVATIONS = ("swish", "tanh", "relu", "elu")
+PACK_MODES = ("auto", "sequential", "batched")  # algos.programs: auto = batched on GPU/TPU, else sequential
+# Execution fields: how a run is computed, not which run it is (a resume or a rerun may change them).
+NOT_IDENTITY = ("checkpoint_every_s", "pack_mode")
 # A run's identity: its folder is named after these, so only the named options may set them.
 IDENTITY_FIELDS = ("task", "bound", "algo", "seed", "backend")
 # The budget a sweep may set per trainer preset (the sweep config's train.KEY, the CLI's --KEY).
@@ -102,6 +105,7 @@ class TrainConfig:
     chunk_updates: int = 8  # updates per jitted call; checkpoints fall between calls
     checkpoint_every_s: float = 300.0
     log_capacity: int = 0  # logged iterates per chunk; 0 = enough for episodes of length T
+    pack_mode: str = "auto"  # a pack's members one after another or batched (algos.programs); not identity
 
     # ---- derived sizes -------------------------------------------------------------
     @property
@@ -153,12 +157,14 @@ class TrainConfig:
             raise bad("policy_hidden", "network sizes must list at least one hidden layer")
         if self.seed < 0 or self.seed >= 2**31:
             raise bad("seed", "must be in [0, 2**31)")
+        if self.pack_mode not in PACK_MODES:
+            raise bad("pack_mode", f"must be one of {PACK_MODES}")
         return self
 
     def static_key(self) -> TrainConfig:
         """The config with every runtime value blanked: equal keys share compiled programs."""
         return dataclasses.replace(self, **{f: 0.0 for f in HYPER_FIELDS}, seed=0, total_steps=0,
-                                   checkpoint_every_s=0.0)
+                                   checkpoint_every_s=0.0, pack_mode="auto")
 
     def to_dict(self) -> dict:
         out = dataclasses.asdict(self)

@@ -33,9 +33,9 @@ from algos.hooks import standardise
 from algos.interface import LossInputs, PolicyStepInputs, update_stats
 from algos.networks import apply_mlp, init_params
 from algos.normalizer import Normalizer, init_normalizer, normalize, update_normalizer
+from algos.trace_schema import LOSS_METRICS, POLICY_STEP_INDEX
 from recorders.jax_recorder import Finished, advance, builtin_finished, keep_first, no_episodes
 
-METRIC_NAMES = ("policy_loss", "value_loss", "cost_value_loss", "entropy", "approx_kl")
 EVAL_SALT = 0x5EED_E7A1 & 0x7FFFFFFF  # separates evaluation layouts from training layouts
 
 
@@ -49,7 +49,7 @@ class TrainState(NamedTuple):
     pending: Finished  # per env, the first episode it finished since the last logged iterate
     update: jnp.ndarray  # int32: updates done
     iterates: jnp.ndarray  # int32: iterates logged so far
-    last_metrics: jnp.ndarray  # float32 [len(METRIC_NAMES)] of the latest update
+    last_metrics: jnp.ndarray  # float32 [len(LOSS_METRICS)] of the latest update
     transform: Any = ()  # per-env state of the algorithm's observation/reward transform (() without one)
 
 
@@ -64,7 +64,7 @@ class IterateLog(NamedTuple):
     update: jnp.ndarray  # int32 [C]: update index during whose rollout the iterate completed
     step: jnp.ndarray  # int32 [C]: rollout step within that update
     multiplier: jnp.ndarray  # float32 [C]
-    metrics: jnp.ndarray  # float32 [C, len(METRIC_NAMES)]
+    metrics: jnp.ndarray  # float32 [C, len(LOSS_METRICS)]
     state: jnp.ndarray  # float32 [C, len(state_columns)]: the algorithm's traced state
 
 
@@ -113,6 +113,73 @@ def gae(rewards, values, bootstrap, done, truncated, discount, lam):
     return jax.lax.stop_gradient(vs), jax.lax.stop_gradient(advantages)
 
 
+class LossSetup(NamedTuple):
+    """What the losses take from the static config: the networks' activation, whether
+    observations are normalised, whether a cost critic trains, and the algorithm's hooks (with
+    `hooks.policy_step` set the policy moves in the algorithm's own step; SGD fits the critics)."""
+
+    activation: str
+    normalize: bool
+    with_cost: bool
+    hooks: Any
+
+
+def critic(params, name: str, obs, rewards, mb: Transition, h: Hyper, activation: str):
+    """(values [B, U+1], GAE targets vs, advantages) of one critic over [B, U] sequences."""
+    values = apply_mlp(params[name], obs, activation)[..., 0]
+    vs, adv = gae(rewards, values[:, :-1], values[:, -1], mb.done, mb.truncated, h.discount, h.gae_lambda)
+    return values, vs, adv
+
+
+def minibatch_loss(params, mb: Transition, norm, algo_state, multiplier, h: Hyper, key, setup: LossSetup):
+    """The loss of one minibatch of [B, U] sequences and its metrics (trace_schema.LOSS_METRICS):
+    the algorithm's policy loss on the standardised reward advantage and the raw cost advantage,
+    plus both critics' 0.25 * mean squared GAE-target error, minus the entropy bonus. GAE uses the
+    critics as they are (Brax); the multiplier and the algorithm's state are constants here."""
+    act = setup.activation
+    obs = normalize(norm, mb.obs, setup.normalize)  # [B, U+1, O]
+    sgd_policy = setup.hooks.policy_step is None
+    if sgd_policy:
+        mu, sigma = dist.split_output(apply_mlp(params["policy"], obs[:, :-1], act))
+        log_ratio = dist.log_prob(mb.raw_action, mu, sigma) - mb.log_prob
+        ratio = jnp.exp(log_ratio)
+    values, vs, adv = critic(params, "value", obs, mb.reward * h.reward_scaling, mb, h, act)
+    value_loss = 0.25 * jnp.mean(jnp.square(vs - values[:, :-1]))
+    if setup.with_cost:
+        cvalues, cvs, cost_adv = critic(params, "cost_value", obs, mb.cost, mb, h, act)
+        cost_value_loss = 0.25 * jnp.mean(jnp.square(cvs - cvalues[:, :-1]))
+    else:
+        cost_adv, cost_value_loss = jnp.zeros_like(adv), jnp.float32(jnp.nan)
+    cost_term = cost_value_loss if setup.with_cost else 0.0
+    if not sgd_policy:  # the policy moved in the algorithm's own step; its entries come from there
+        nan = jnp.float32(jnp.nan)
+        return value_loss + cost_term, _metrics(policy_loss=nan, value_loss=value_loss, cost_value_loss=cost_value_loss,
+                                 entropy=nan, approx_kl=nan)
+    state = jax.lax.stop_gradient(algo_state)
+    pol_loss = setup.hooks.loss(LossInputs(ratio, log_ratio, standardise(adv), cost_adv,
+                                           jax.lax.stop_gradient(multiplier), jnp.float32(0.0), state), h)
+    entropy = jnp.mean(dist.entropy(key, mu, sigma))
+    total = pol_loss + value_loss + cost_term - h.entropy_cost * entropy
+    approx_kl = jnp.mean((ratio - 1.0) - log_ratio)
+    return total, _metrics(policy_loss=pol_loss, value_loss=value_loss, cost_value_loss=cost_value_loss,
+                           entropy=entropy, approx_kl=approx_kl)
+
+
+def _metrics(**values):
+    return jnp.stack([values[name] for name in LOSS_METRICS])
+
+
+def batch_advantages(params, data: Transition, norm, h: Hyper, setup: LossSetup):
+    """GAE advantages (reward, cost) of the whole batch with the critics as they are (for an
+    algorithm's own policy step); the cost advantage is 0 without a cost critic."""
+    obs = normalize(norm, data.obs, setup.normalize)
+    _, _, adv = critic(params, "value", obs, data.reward * h.reward_scaling, data, h, setup.activation)
+    if not setup.with_cost:
+        return adv, jnp.zeros_like(adv)
+    _, _, cost_adv = critic(params, "cost_value", obs, data.cost, data, h, setup.activation)
+    return adv, cost_adv
+
+
 def make_env(config: TrainConfig):
     import envs  # imported here so algos imports without the envs package being built
 
@@ -120,13 +187,39 @@ def make_env(config: TrainConfig):
                      episode_length=config.episode_length, **dict(config.env_kwargs))
 
 
-def build_programs(config: TrainConfig, env=None) -> Programs:
+def env_batch(fn, fold_members: bool = False):
+    """`jax.vmap(fn)` over a run's envs. With `fold_members`, a further vmap over a batched
+    pack's members folds the member axis into the env axis: the task sees one flat batch of
+    P x N envs, so each lazy branch (envs/lazy.py: respawns, the contact solve) stays one
+    `cond` over the whole pack instead of becoming a select that computes every branch."""
+    over_envs = jax.vmap(fn)
+    if not fold_members:
+        return over_envs
+    fold = jax.custom_batching.custom_vmap(lambda *args: over_envs(*args))
+
+    @fold.def_vmap
+    def over_members(axis_size, in_batched, *args):
+        args = jax.tree_util.tree_map(
+            lambda x, b: x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x)), args, tuple(in_batched))
+        flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), args)
+        out = over_envs(*flat)
+        out = jax.tree_util.tree_map(lambda x: x.reshape((axis_size, -1) + x.shape[1:]), out)
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return fold
+
+
+def build_programs(config: TrainConfig, env=None, batched: bool = False) -> Programs:
     """The (unjitted) init / chunk / evaluate functions of `config`'s static part: built from the
-    blanked config, so no runtime value is baked in (algos.programs memoises their compiled form)."""
-    return _build_programs(config.static_key(), env if env is not None else make_env(config))
+    blanked config, so no runtime value is baked in (algos.programs memoises their compiled form).
+
+    `batched`: the functions are meant to be vmapped over a pack's members (algos.programs): the
+    env step folds the member axis into the env batch (env_batch) and the chunk's budget is a
+    mask, not a `cond` (a cond on a per-member value would become a select anyway)."""
+    return _build_programs(config.static_key(), env if env is not None else make_env(config), batched)
 
 
-def _build_programs(cfg: TrainConfig, env) -> Programs:
+def _build_programs(cfg: TrainConfig, env, batched: bool = False) -> Programs:
     N, T, U = cfg.num_envs, cfg.episode_length, cfg.unroll_length
     R, M, B = cfg.unrolls_per_update, cfg.num_minibatches, cfg.batch_size
     S = R * U  # rollout steps per env per update
@@ -134,13 +227,14 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
     act, use_norm, algo = cfg.activation, cfg.normalize_observations, cfg.algo
     with_cost = cfg.uses_cost_critic
     adam = optax.scale_by_adam()
-    n_metrics = len(METRIC_NAMES)
+    n_metrics = len(LOSS_METRICS)
     spec = registry.get(algo)
     hooks = spec.hooks_obj
     transform = hooks.transform
     n_state = len(spec.state_columns)
     sgd_policy = hooks.policy_step is None  # False: the algorithm's own policy step, the SGD fits the critics
     obs_size = env.observation_size + (transform.extra_obs if transform is not None else 0)
+    env_reset, env_step = env_batch(env.reset, batched), env_batch(env.step, batched)
 
     def policy_dist(params, norm, obs):
         return dist.split_output(apply_mlp(params["policy"], normalize(norm, obs, use_norm), act))
@@ -164,56 +258,14 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
         k_params, k_env, k_run = jax.random.split(key, 3)
         params = init_params(k_params, obs_size, env.action_size, cfg.policy_hidden,
                              cfg.critic_hidden, with_cost)
-        env_state = jax.vmap(env.reset)(jax.random.split(k_env, N))
+        env_state = env_reset(jax.random.split(k_env, N))
         tstate = () if transform is None else transform.init(N, h)
         return TrainState(params, adam.init(params), init_normalizer(obs_size), env_state, k_run,
                           hooks.init(h), no_episodes(N), jnp.int32(0), jnp.int32(0),
                           jnp.full((n_metrics,), jnp.nan, jnp.float32), tstate)
 
-    # ---- loss ------------------------------------------------------------------------
-    def loss_fn(params, mb: Transition, norm, algo_state, multiplier, h: Hyper, key):
-        obs = normalize(norm, mb.obs, use_norm)  # [B, U+1, O]
-        if sgd_policy:
-            mu, sigma = dist.split_output(apply_mlp(params["policy"], obs[:, :-1], act))
-            log_ratio = dist.log_prob(mb.raw_action, mu, sigma) - mb.log_prob
-            ratio = jnp.exp(log_ratio)
-        values = apply_mlp(params["value"], obs, act)[..., 0]
-        vs, adv = gae(mb.reward * h.reward_scaling, values[:, :-1], values[:, -1], mb.done, mb.truncated,
-                      h.discount, h.gae_lambda)
-        value_loss = 0.25 * jnp.mean(jnp.square(vs - values[:, :-1]))
-        if with_cost:
-            cvalues = apply_mlp(params["cost_value"], obs, act)[..., 0]
-            cvs, cost_adv = gae(mb.cost, cvalues[:, :-1], cvalues[:, -1], mb.done, mb.truncated,
-                                h.discount, h.gae_lambda)
-            cost_value_loss = 0.25 * jnp.mean(jnp.square(cvs - cvalues[:, :-1]))
-        else:
-            cost_adv, cost_value_loss = jnp.zeros_like(adv), jnp.float32(jnp.nan)
-        if not sgd_policy:  # the policy moved in the algorithm's own step; its entries come from there
-            nan = jnp.float32(jnp.nan)
-            return (value_loss + (cost_value_loss if with_cost else 0.0),
-                    jnp.stack([nan, value_loss, cost_value_loss, nan, nan]))
-        state = jax.lax.stop_gradient(algo_state)
-        pol_loss = hooks.loss(LossInputs(ratio, log_ratio, standardise(adv), cost_adv,
-                                         jax.lax.stop_gradient(multiplier), jnp.float32(0.0), state), h)
-        entropy = jnp.mean(dist.entropy(key, mu, sigma))
-        total = pol_loss + value_loss + (cost_value_loss if with_cost else 0.0) - h.entropy_cost * entropy
-        approx_kl = jnp.mean((ratio - 1.0) - log_ratio)
-        return total, jnp.stack([pol_loss, value_loss, cost_value_loss, entropy, approx_kl])
-
-    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
-
-    def batch_advantages(params, data: Transition, norm, h: Hyper):
-        """GAE of the whole batch with the critics as they are (for a policy step)."""
-        obs = normalize(norm, data.obs, use_norm)
-        values = apply_mlp(params["value"], obs, act)[..., 0]
-        _, adv = gae(data.reward * h.reward_scaling, values[:, :-1], values[:, -1], data.done, data.truncated,
-                     h.discount, h.gae_lambda)
-        if not with_cost:
-            return adv, jnp.zeros_like(adv)
-        cvalues = apply_mlp(params["cost_value"], obs, act)[..., 0]
-        _, cost_adv = gae(data.cost, cvalues[:, :-1], cvalues[:, -1], data.done, data.truncated,
-                          h.discount, h.gae_lambda)
-        return adv, cost_adv
+    setup = LossSetup(act, use_norm, with_cost, hooks)
+    grad_fn = jax.value_and_grad(minibatch_loss, has_aux=True)
 
     # ---- one update ------------------------------------------------------------------
     def do_update(state: TrainState, log: IterateLog, h: Hyper):
@@ -227,7 +279,7 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
             obs = policy_obs(tstate, env_state.obs, h)
             mu, sigma = policy_dist(state.params, norm, obs)
             z = dist.sample_pre_tanh(k_act, mu, sigma)
-            next_state = jax.vmap(env.step)(env_state, jnp.tanh(z))
+            next_state = env_step(env_state, jnp.tanh(z))
             if transform is None:
                 reward = next_state.reward
             else:
@@ -262,7 +314,7 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
         if not sgd_policy:
             # the algorithm's step on the whole batch, before the critics move (advantages from the
             # critics that valued the batch; the policy sees the normaliser its rollout used)
-            adv, cost_adv = batch_advantages(params, data, norm, h)
+            adv, cost_adv = batch_advantages(params, data, norm, h, setup)
             rollout_norm = state.normalizer
             step_in = PolicyStepInputs(
                 params["policy"], lambda p, o: dist.split_output(apply_mlp(p, normalize(rollout_norm, o, use_norm),
@@ -275,7 +327,7 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
         def sgd_step(carry, xs):
             params, opt_state = carry
             minibatch, key = xs
-            (_, metrics), grads = grad_fn(params, minibatch, norm, state.algo, multiplier, h, key)
+            (_, metrics), grads = grad_fn(params, minibatch, norm, state.algo, multiplier, h, key, setup)
             updates, opt_state = adam.update(grads, opt_state, params)
             params = jax.tree_util.tree_map(lambda p, u: p - h.learning_rate * u, params, updates)
             return (params, opt_state), metrics
@@ -291,7 +343,7 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
         metrics = jnp.mean(metrics, axis=(0, 1))
         if not sgd_policy:  # policy_loss, entropy, approx_kl of the algorithm's own step
             step_metrics = jnp.asarray(step_metrics, jnp.float32)
-            metrics = metrics.at[jnp.array([0, 3, 4])].set(step_metrics)
+            metrics = metrics.at[jnp.array(POLICY_STEP_INDEX)].set(step_metrics)
         if hooks.update is not None:
             algo_state = hooks.update(algo_state, stats, h)
         new_state = TrainState(params, opt_state, norm, env_state, key, algo_state, pending, state.update + 1,
@@ -307,17 +359,19 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
                          jnp.zeros((C,), jnp.float32),
                          jnp.zeros((C, n_metrics), jnp.float32), jnp.zeros((C, n_state), jnp.float32))
 
+        def run(args):
+            state, log, summary = do_update(*args, h)
+            return (state, log), summary
+
+        def skip(args):
+            return args, UpdateSummary(jnp.float32(0.0), traced(args[0].algo, args[0].transform, h)[0])
+
         def body(carry, _):
-            state, log = carry
-
-            def run(args):
-                state, log, summary = do_update(*args, h)
-                return (state, log), summary
-
-            def skip(args):
-                return args, UpdateSummary(jnp.float32(0.0), traced(args[0].algo, args[0].transform, h)[0])
-
-            return jax.lax.cond(state.update < num_updates, run, skip, (state, log))
+            active = carry[0].update < num_updates
+            if not batched:
+                return jax.lax.cond(active, run, skip, carry)
+            # a member past its budget computes the update with its pack-mates and keeps its state
+            return jax.tree_util.tree_map(lambda a, b: jnp.where(active, a, b), run(carry), skip(carry))
 
         (state, log), summaries = jax.lax.scan(body, (state, log), None, length=cfg.chunk_updates)
         state = state._replace(iterates=state.iterates + log.count)
@@ -333,14 +387,14 @@ def _build_programs(cfg: TrainConfig, env) -> Programs:
         An algorithm's observation transform starts fresh for each episode (h: its runtime values).
         """
         k_reset, k_noise = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), EVAL_SALT))
-        env_state = jax.vmap(env.reset)(jax.random.split(k_reset, E))
+        env_state = env_reset(jax.random.split(k_reset, E))
 
         def step(carry, _):
             env_state, tstate, pending, key = carry
             key, k_act = jax.random.split(key)
             mu, sigma = policy_dist(params, norm, policy_obs(tstate, env_state.obs, h))
             z = dist.sample_pre_tanh(k_act, mu, sigma, noise_scale)
-            env_state = jax.vmap(env.step)(env_state, jnp.tanh(z))
+            env_state = env_step(env_state, jnp.tanh(z))
             if transform is not None:
                 tstate, _ = transform.step(tstate, env_state, h)
             return (env_state, tstate, keep_first(pending, builtin_finished(env_state)), key), None

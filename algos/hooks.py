@@ -1,9 +1,7 @@
 """The paper's four algorithms as hooks on the PPO core: a policy loss and a multiplier/penalty
 update (the registry's simple form; algos/interface.py adapts it to the general `Hooks`).
 
-The table in `algos/registry.py` names each algorithm's functions here; `policy_loss`,
-`init_algo_state` and `update_multiplier` dispatch through it (for every algorithm, the
-general-form ones too). Each follows CRAX's variant.
+The table in `algos/registry.py` names each algorithm's functions here. Each follows CRAX's variant.
 Notation: rho is the probability ratio pi/pi_old, A the reward advantage standardised per
 minibatch, A_C the raw cost advantage, c the batch's mean per-step cost and b = d / T the
 per-step bound. The multiplier is updated once per update, after the SGD epochs, from c - b.
@@ -29,14 +27,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from algos import registry
 from algos.config import Hyper
-from algos.interface import AlgoState, LossInputs, update_stats  # noqa: F401 (the hooks' types)
-
-
-def init_algo_state(algo: str, h: Hyper):
-    """The algorithm's initial state (AlgoState for the simple form)."""
-    return registry.get(algo).hooks_obj.init(h)
+from algos.interface import LossInputs
 
 
 def standardise(x):
@@ -46,26 +38,6 @@ def standardise(x):
 def clipped_surrogate(ratio, adv, clip_eps):
     """-mean(min(rho A, clip(rho, 1 +- eps) A)): PPO's loss for maximising A."""
     return -jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv))
-
-
-def policy_loss(algo: str, log_ratio, adv, cost_adv, state, h: Hyper, transform_state=()):
-    """The algorithm's policy objective for one minibatch. adv: raw reward advantages.
-
-    Takes log(pi / pi_old): FOCOPS's KL uses it directly, since log(exp(x)) is -inf once
-    exp(x) underflows (a sample the new policy finds very unlikely), which would poison the
-    gradients with NaN.
-    """
-    hooks = registry.get(algo).hooks_obj
-    state = jax.lax.stop_gradient(state)
-    multiplier = hooks.trace(state, transform_state, h)[0]
-    return hooks.loss(LossInputs(jnp.exp(log_ratio), log_ratio, standardise(adv), cost_adv, multiplier,
-                                 jnp.float32(0.0), state), h)
-
-
-def update_multiplier(algo: str, state, mean_step_cost, h: Hyper, episode_length: int):
-    """Once per update: move the algorithm's state by the per-step violation c - d/T."""
-    hooks = registry.get(algo).hooks_obj
-    return state if hooks.update is None else hooks.update(state, update_stats(mean_step_cost, h, episode_length), h)
 
 
 # ---- the algorithms' hooks (named in algos/registry.py) ---------------------------------

@@ -9,13 +9,13 @@ writes nothing but checkpoints.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
 from typing import Callable, NamedTuple
 
-HOST_FIELDS = ("update", "step", "ret", "cost", "length", "multiplier", "metrics", "state", "wall_time")
-
+from algos.trace_schema import DEVICE_FIELDS, HOST_FIELDS, empty_field
 
 class Member(NamedTuple):
     config: object  # TrainConfig
@@ -24,15 +24,13 @@ class Member(NamedTuple):
 
 
 class HostLog:
-    """One member's per-iterate results copied off the device after each chunk, as lists of arrays."""
+    """One member's per-iterate results copied off the device after each chunk, as lists of
+    arrays (the fields of algos.trace_schema.HOST_FIELDS)."""
 
-    def __init__(self, num_envs: int, num_metrics: int, arrays: dict | None = None, num_state: int = 0):
+    def __init__(self, num_envs: int, arrays: dict | None = None, num_state: int = 0):
         import numpy as np
 
-        self.empty = {"update": (0,), "step": (0,), "ret": (0, num_envs), "cost": (0, num_envs),
-                      "length": (0, num_envs), "multiplier": (0,), "metrics": (0, num_metrics),
-                      "state": (0, num_state), "wall_time": (0,)}
-        self.dtypes = {"update": np.int32, "step": np.int32, "length": np.int32, "wall_time": np.float64}
+        self.empty = {k: empty_field(k, num_envs, num_state) for k in HOST_FIELDS}
         if arrays is not None and "state" not in arrays:  # a checkpoint of a version without state columns
             arrays = {**arrays, "state": np.zeros((len(arrays["update"]), num_state), np.float32)}
         self.parts = {k: ([arrays[k]] if arrays is not None else []) for k in HOST_FIELDS}
@@ -40,7 +38,7 @@ class HostLog:
     def append(self, log: dict, count: int, wall_time) -> None:
         import numpy as np
 
-        for k in HOST_FIELDS[:-1]:
+        for k in DEVICE_FIELDS:
             self.parts[k].append(np.asarray(log[k][:count]))
         self.parts["wall_time"].append(wall_time)
 
@@ -48,8 +46,7 @@ class HostLog:
         """The log so far as one array per field (and compacted to that)."""
         import numpy as np
 
-        out = {k: np.concatenate(v) if v else np.zeros(self.empty[k], self.dtypes.get(k, np.float32))
-               for k, v in self.parts.items()}
+        out = {k: np.concatenate(v) if v else self.empty[k] for k, v in self.parts.items()}
         self.parts = {k: [out[k]] for k in HOST_FIELDS}
         return out
 
@@ -68,13 +65,11 @@ class Progress:
         self.failed: str | None = None
 
 
-def padded_configs(members) -> list:
-    """The configs the pack program runs: the members', then copies of the last to whole
-    blocks of algos.programs.PACK_WIDTH (unused padding)."""
+def padded_configs(members, slots: int) -> list:
+    """The configs the pack program runs: the members', then copies of the last up to the
+    program's `slots` (padding: trained on nothing, its budget is 0; never written)."""
     configs = [m.config for m in members]
-    from algos.programs import pack_slots
-
-    return configs + [configs[-1]] * (pack_slots(len(configs)) - len(configs))
+    return configs + [configs[-1]] * (slots - len(configs))
 
 
 def _slice(tree, i):
@@ -104,24 +99,23 @@ def check_same_program(members) -> None:
                          f"these differ: {sorted(m.out for m in members)}")
 
 
-def _start(members, compiled, say) -> tuple[object, list[Progress]]:
+def _start(members, compiled, slots, say) -> tuple[object, list[Progress]]:
     """The batched initial state, each member's newest usable checkpoint swapped in."""
     import jax
     import jax.numpy as jnp
 
     from algos import checkpoint
-    from algos.core import METRIC_NAMES
     from algos.config import stacked_hyper
     from algos.registry import get as get_algorithm
     from metrics.run_layout import CHECKPOINT_DIR
 
-    configs = padded_configs(members)
+    configs = padded_configs(members, slots)
     fresh = compiled.init(jnp.asarray([c.seed for c in configs], jnp.int32), stacked_hyper(configs))
     states, progress = [], []
     for i, m in enumerate(members):
         ckpt = os.path.join(m.out, CHECKPOINT_DIR)
         n_state = len(get_algorithm(m.config.algo).state_columns)
-        host = HostLog(m.config.num_envs, len(METRIC_NAMES), num_state=n_state)
+        host = HostLog(m.config.num_envs, num_state=n_state)
         if not checkpoint.exists(ckpt):
             states.append(_slice(fresh, i))
             progress.append(Progress(host))
@@ -139,8 +133,8 @@ def _start(members, compiled, say) -> tuple[object, list[Progress]]:
         say(f"[{name}] resumed from {ckpt} at update {int(state.update)}/{m.config.num_updates} "
             f"(checkpoint generation {meta['generation']})")
         states.append(jax.device_put(state))
-        progress.append(Progress(HostLog(m.config.num_envs, len(METRIC_NAMES),
-                                         {k: arrays[k] for k in HOST_FIELDS if k in arrays}, n_state),
+        progress.append(Progress(HostLog(m.config.num_envs, {k: arrays[k] for k in HOST_FIELDS if k in arrays},
+                                         n_state),
                                  float(meta["train_s"]), int(meta["restarts"]) + 1, meta["arrays"],
                                  tuple(meta.get("code_versions") or ["unknown (checkpoint predates the record)"])))
         if len(progress[-1].code_versions) > 1:
@@ -157,6 +151,7 @@ def member_name(m: Member) -> str:
 
 
 def _save(m: Member, p: Progress, state) -> None:
+    """The member's checkpoint from its slice of the pack's state (on the host)."""
     from algos import checkpoint
     from metrics.run_layout import CHECKPOINT_DIR
 
@@ -165,25 +160,47 @@ def _save(m: Member, p: Progress, state) -> None:
     p.keep = checkpoint.save(os.path.join(m.out, CHECKPOINT_DIR), state, p.host.arrays(), meta, keep=p.keep)["arrays"]
 
 
+PROGRESS_EVERY_S = 20.0  # a sequential pack ends a call about this often, to report progress
+
+
+def _updates_per_call(mode: str, chunk_updates: int, seconds_per_update: float | None) -> int:
+    """Updates the next chunk call may run. A batched pack runs whole chunks (a member past its
+    budget still computes with its pack-mates, so a shorter call would waste work). A
+    sequential pack skips the updates past its call's limit at no cost, so it ends a call
+    every PROGRESS_EVERY_S to report progress: the first call runs one update to time it. Where
+    calls end does not change any result (the state carries over whole)."""
+    if mode == "batched":
+        return chunk_updates
+    if seconds_per_update is None:
+        return 1
+    return max(1, min(chunk_updates, int(PROGRESS_EVERY_S / max(seconds_per_update, 1e-9))))
+
+
+def _duration(seconds: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(seconds)) if math.isfinite(seconds) else "?"
+
+
 def train_chunks(members, compiled, state, progress, *, say, stop, stop_after_chunks=None, stop_at=None):
     """Run chunks until every live member has spent its budget, or a stop is asked for.
 
     Returns (state, why): why is None when done, else the reason for stopping after every
     live member's checkpoint was written (`stop()`'s, `stop_after_chunks`, the `stop_at` deadline).
+    After each chunk call it prints a progress line and writes each member's progress.json.
     """
+    import jax
     import jax.numpy as jnp
     import numpy as np
 
     from algos.config import stacked_hyper
 
-    configs = padded_configs(members)
+    slots = len(jax.tree_util.tree_leaves(state)[0])
+    configs = padded_configs(members, slots)
     h = stacked_hyper(configs)
-    budgets = np.asarray([c.num_updates for c in configs])
-    num_updates = jnp.asarray(budgets, jnp.int32)
+    budgets = np.asarray([m.config.num_updates for m in members] + [0] * (slots - len(members)))
     cfg = configs[0]
     S, C = cfg.unrolls_per_update * cfg.unroll_length, cfg.iterate_capacity
-    last_save, chunks_here, longest_chunk = time.monotonic(), 0, 0.0
-    rate_steps, rate_s = 0, 0.0
+    last_save, calls_here, longest_call = time.monotonic(), 0, 0.0
+    rate_steps, rate_s, seconds_per_update = 0, 0.0, None
     name = pack_name(members)
 
     def live():
@@ -192,16 +209,18 @@ def train_chunks(members, compiled, state, progress, *, say, stop, stop_after_ch
     updates = np.asarray(state.update)
     while any(updates[i] < budgets[i] for i in live()):
         before = updates
+        per_call = _updates_per_call(compiled.mode, cfg.chunk_updates, seconds_per_update)
+        limit = jnp.asarray(np.minimum(budgets, before + per_call), jnp.int32)
         start = time.perf_counter()
-        state, log, summary = compiled.chunk(state, h, num_updates)
+        state, log, summary = compiled.chunk(state, h, limit)
         counts = np.asarray(log.count)  # waits for the chunk
         seconds = time.perf_counter() - start
         updates = np.asarray(state.update)
-        log_host = {k: np.asarray(getattr(log, k)) for k in HOST_FIELDS[:-1]}
+        log_host = {k: np.asarray(getattr(log, k)) for k in DEVICE_FIELDS}
         ok = np.isfinite(np.asarray(summary.multiplier)) & np.isfinite(np.asarray(summary.mean_step_cost))
         for i in live():
             m, p, count = members[i], progress[i], int(counts[i])
-            if before[i] >= budgets[i]:  # done earlier; trains on unused until its pack-mates finish
+            if before[i] >= budgets[i]:  # done earlier; waits (or, batched, computes unused) for its pack-mates
                 continue
             if count > C:
                 p.failed = (f"{member_name(m)}: {count} iterates completed in one chunk but the log holds {C}; "
@@ -217,30 +236,48 @@ def train_chunks(members, compiled, state, progress, *, say, stop, stop_after_ch
             frac = (rows * S + log_host["step"][i, :count] + 1) / (max(done, 1) * S)
             p.host.append({k: v[i] for k, v in log_host.items()}, count, p.train_s + frac * seconds)
             p.train_s += seconds
-        chunks_here += 1
-        longest_chunk = max(longest_chunk, seconds)
-        steps_done = int(sum(updates[i] - before[i] for i in live())) * cfg.steps_per_update
-        if chunks_here > 1 or all(p.restarts == 0 for p in progress):  # a first chunk after a restart may warm up
-            rate_steps, rate_s = rate_steps + steps_done, rate_s + seconds
+        calls_here += 1
+        longest_call = max(longest_call, seconds)
+        pack_updates = int(sum(updates[i] - before[i] for i in live()))
+        most_updates = int(max((updates[i] - before[i] for i in live()), default=0))
+        if most_updates:
+            seconds_per_update = seconds / most_updates
+        if calls_here > 1 or all(p.restarts == 0 for p in progress):  # a first call after a restart may warm up
+            rate_steps, rate_s = rate_steps + pack_updates * cfg.steps_per_update, rate_s + seconds
         rate = rate_steps / rate_s if rate_s > 0 else float("nan")
         left = int(sum(max(budgets[i] - updates[i], 0) for i in live())) * cfg.steps_per_update
+        total = int(sum(budgets[i] for i in live())) * cfg.steps_per_update
         eta = left / rate if rate > 0 else float("nan")
-        eta_text = time.strftime("%H:%M:%S", time.gmtime(eta)) if math.isfinite(eta) else "?"
         say(f"[{name}] {len(live())} runs | update {int(min(updates[live()], default=0))}/{int(budgets.max())} | "
-            f"{rate:,.0f} steps/s | ETA {eta_text}")
+            f"{(total - left) / 1e6:,.2f}M/{total / 1e6:,.2f}M steps | {rate:,.0f} steps/s | ETA {_duration(eta)}")
+        for i in live():
+            write_progress(members[i].out, int(updates[i]), int(budgets[i]), rate / max(len(live()), 1), eta)
         why = stop()
-        if why is None and stop_after_chunks is not None and chunks_here >= stop_after_chunks:
-            why = f"stop after {chunks_here} chunks"
-        if why is None and stop_at is not None and time.time() + 2 * longest_chunk >= stop_at:
+        if why is None and stop_after_chunks is not None and calls_here >= stop_after_chunks:
+            why = f"stop after {calls_here} chunks"
+        if why is None and stop_at is not None and time.time() + 2 * longest_call >= stop_at:
             why = f"{stop_at - time.time():.0f} s left before the stop time, less than two chunks"
         pending = [i for i in live() if updates[i] < budgets[i]]
         if pending and (why or time.monotonic() - last_save >= cfg.checkpoint_every_s):
+            host_state = jax.device_get(state)  # the whole pack in one transfer, sliced on the host
             for i in pending:
-                _save(members[i], progress[i], _slice(state, i))
+                _save(members[i], progress[i], _slice(host_state, i))
             last_save = time.monotonic()
             if why:
                 return state, why
     return state, None
+
+
+def write_progress(out: str, update: int, updates: int, steps_per_s: float, eta_s: float) -> None:
+    """The run's progress.json (read by workflow.status while the run trains; removed with the
+    checkpoint once the run folder is complete)."""
+    from metrics.atomic import write_text
+    from metrics.run_layout import PROGRESS
+
+    finite = (lambda x: float(x) if math.isfinite(x) else None)
+    write_text(os.path.join(out, PROGRESS), json.dumps(
+        {"update": update, "updates": updates, "fraction": update / max(updates, 1),
+         "steps_per_s": finite(steps_per_s), "eta_s": finite(eta_s), "time": time.time()}))
 
 
 def evaluate_final(members, compiled, state, progress):
@@ -250,7 +287,9 @@ def evaluate_final(members, compiled, state, progress):
 
     from algos.config import stacked_hyper
 
-    configs = padded_configs(members)
+    import jax
+
+    configs = padded_configs(members, len(jax.tree_util.tree_leaves(state)[0]))
     seeds = jnp.asarray([c.seed for c in configs], jnp.int32)
     h = stacked_hyper(configs)
     results = {}
@@ -279,22 +318,26 @@ class Outcome(NamedTuple):
     stopped: str | None  # why training stopped early (every live member's checkpoint written); None when done
     failures: dict  # run folder -> error, for the members that failed
     finished: list  # Finished, in member order
-    timing: dict  # the pack's eval_wall_s, compile_s and process_wall_s
+    timing: dict  # the pack's eval_wall_s, compile_s, process_wall_s, and how it ran: pack_mode, program_slots
 
 
 def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_after_chunks=None,
-               stop_at=None) -> Outcome:
+               stop_at=None, planned: int = 0) -> Outcome:
     """Train (or resume) every member, then evaluate those that finished. `stop()` says why to
-    stop now (checkpoint and return), or None; it is asked after compiling and after each chunk."""
-    from algos.programs import compile_programs, pack_slots
+    stop now (checkpoint and return), or None; it is asked after compiling and after each chunk.
+    `planned`: the size of the pack these members belong to (a batched program holds it whole,
+    so that a member's results do not depend on how many of its pack-mates still train)."""
+    from algos.programs import compile_programs, pack_slots, resolve_mode
 
     check_same_program(members)
     wall_start = time.perf_counter()
-    compiled = compile_programs(members[0].config, env, size=pack_slots(len(members)))
+    mode = resolve_mode(members[0].config.pack_mode)
+    slots = pack_slots(len(members), mode, planned)
+    compiled = compile_programs(members[0].config, env, size=slots, mode=mode)
     why = stop()
     if why is not None:
         return Outcome(f"{why} while compiling", {}, [], {})
-    state, progress = _start(members, compiled, say)
+    state, progress = _start(members, compiled, slots, say)
     state, why = train_chunks(members, compiled, state, progress, say=say, stop=stop,
                               stop_after_chunks=stop_after_chunks, stop_at=stop_at)
     failed = {m.out: p.failed for m, p in zip(members, progress) if p.failed}
@@ -303,6 +346,6 @@ def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_a
     eval_start = time.perf_counter()
     finals = evaluate_final(members, compiled, state, progress)
     timing = {"eval_wall_s": time.perf_counter() - eval_start, "compile_s": compiled.compile_s,
-              "process_wall_s": time.perf_counter() - wall_start}
+              "process_wall_s": time.perf_counter() - wall_start, "pack_mode": mode, "program_slots": slots}
     finished = [Finished(m, p, final) for m, p, final in zip(members, progress, finals) if p.failed is None]
     return Outcome(None, {m.out: p.failed for m, p in zip(members, progress) if p.failed}, finished, timing)

@@ -1,10 +1,26 @@
 """Compiled training programs: one static config's init / chunk / evaluate, for one run or a pack.
 
 A pack is P runs of one static config (same task, algorithm, shapes, schedule) that differ
-only in runtime values (seed, bound, hyperparameters, budget). Its programs are the single-run
-programs under `jax.vmap`, compiled once: every member keeps its own seed stream, so a run's
-episodes do not depend on the pack it trains in (tests/test_algos_pack.py). Programs are
-memoised per process and, through the persistent compilation cache, across processes.
+only in runtime values (seed, bound, hyperparameters, budget), trained by one program in one
+of two modes (`TrainConfig.pack_mode`):
+
+* `sequential`: the members one after another (`lax.map` of the single-run functions). Each
+  member's computation is the single-run one, so its episodes are bitwise those it gives alone
+  or in any pack. The CPU default: batching gains nothing there (benchmarks/pack_throughput.py).
+* `batched`: all members at once (`vmap` of the single-run functions): networks, SGD and
+  algorithm state are batched over members, and the env step runs over every member's envs as
+  one flat batch (algos.core.env_batch), so the tasks' lazy branches stay one `cond` each. The
+  GPU/TPU default (`auto`). Programs come in a few sizes (BUCKETS), padded with unused
+  copies, so a partial pack compiles nothing new. A member's results depend on neither its
+  pack-mates nor its slot, bitwise, for a given device and program size; they differ in the
+  last bits from the sequential mode's (tests/test_algos_pack.py). On the CPU this holds only
+  without FMA (XLA_FLAGS=--xla_cpu_max_isa=AVX): XLA:CPU contracts `a * b + c` into an FMA in
+  some positions of a vectorised loop and not in others, so the last bits of an env's step
+  depend on where it sits in the flat batch (measured: plain vmap(env.step) over 4 copies of 4
+  circle envs gives other observations for copies 3 and 4). On a GPU every element of a kernel
+  runs the same instructions.
+
+Programs are memoised per process and, through the persistent compilation cache, across processes.
 """
 from __future__ import annotations
 
@@ -13,6 +29,8 @@ import time
 from typing import NamedTuple
 
 DEFAULT_CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "saferl-eval", "jax")
+# batched program sizes: 1, 2, 3, 4, 6, 8, 12, ..., 1024 members (at most a third of a program is padding)
+BUCKETS = tuple(sorted({2**k for k in range(11)} | {3 * 2**k for k in range(9)}))
 
 
 def enable_compilation_cache(cache_dir: str | None = None) -> str:
@@ -27,6 +45,34 @@ def enable_compilation_cache(cache_dir: str | None = None) -> str:
     return cache_dir
 
 
+def resolve_mode(mode: str) -> str:
+    """`auto` -> `batched` on a GPU or TPU, `sequential` on the CPU."""
+    import jax
+
+    from algos.config import PACK_MODES
+
+    if mode not in PACK_MODES:
+        raise ValueError(f"pack_mode {mode!r}: must be one of {PACK_MODES}")
+    if mode != "auto":
+        return mode
+    return "sequential" if jax.default_backend() == "cpu" else "batched"
+
+
+def pack_slots(members: int, mode: str = "sequential", planned: int = 0) -> int:
+    """Program size for `members` runs of a pack planned with `planned` (0: as many as given).
+    Sequential: exactly `members` (a member's result does not depend on the size). Batched: the
+    smallest bucket that holds the planned pack, so a member retrained alone after a failure
+    trains in the program size of its full pack."""
+    if mode == "sequential":
+        return members
+    want = max(members, planned)
+    for size in BUCKETS:
+        if size >= want:
+            return size
+    raise ValueError(f"a batched pack of {want} runs is larger than the largest program ({BUCKETS[-1]}); "
+                     "lower train.pack_size")
+
+
 class Compiled(NamedTuple):
     """Programs of one run or of a pack of runs (a leading pack axis on every input)."""
 
@@ -35,62 +81,31 @@ class Compiled(NamedTuple):
     evaluate: object  # (params, normalizer, seed, noise_scale, hyper) -> (Pending, first obs)
     template: object  # ShapeDtypeStruct pytree of ONE run's training state (checkpoints are per run)
     compile_s: float  # 0.0 when the programs were already in this process
+    mode: str = "sequential"  # how a pack's members run (`sequential` or `batched`); one run: sequential
 
 
-# The one in-process memo of compiled programs, keyed by (static config, env, pack size): a hit
-# costs nothing, while the persistent JAX cache (enable_compilation_cache) still traces and
+# The one in-process memo of compiled programs, keyed by (static config, env, pack size, mode): a
+# hit costs nothing, while the persistent JAX cache (enable_compilation_cache) still traces and
 # lowers the programs and loads them from disk, seconds per program. The Python objects below
 # it (the programs' functions, the algorithms' hooks) are cheap to rebuild and carry no cache.
 _COMPILED: dict = {}
 
 
-# A pack runs its members one after another inside one program (lax.map), not under vmap:
-# vmap turns every lax.cond of the tasks (the contact solve only when in contact, respawns
-# only where needed) into a select that computes both branches, which made a vmapped block of
-# 2 goal runs 18x slower per env step on the CPU (benchmarks/pack_throughput.py). lax.map
-# keeps each member's computation the single-run one, so its episodes are bitwise the same
-# alone and in any pack. PACK_WIDTH > 1 vmaps blocks of that many members instead (reductions
-# then round differently from 4 members on: keep it at 2 or 3 for pack-invariant results).
-PACK_WIDTH = 1
-
-
-def _blocked(fn, width: int):
-    """fn over the leading (pack) axis: vmapped in blocks of `width`, the blocks in sequence
-    (lax.map); width 1 maps the plain single-run function. `scalar`, when given, is passed
-    unbatched as fn's last argument."""
-    import jax
-
-    def run(*args, scalar=None):
-        one = fn if scalar is None else (lambda *a: fn(*a, scalar))
-        if width == 1:
-            return jax.lax.map(lambda member: one(*member), args)
-        P = jax.tree_util.tree_leaves(args)[0].shape[0]
-        blocks = jax.tree_util.tree_map(lambda x: x.reshape(P // width, width, *x.shape[1:]), args)
-        out = jax.lax.map(lambda block: jax.vmap(one)(*block), blocks)
-        return jax.tree_util.tree_map(lambda x: x.reshape(P, *x.shape[2:]), out)
-
-    return run
-
-
-def pack_slots(members: int, width: int = PACK_WIDTH) -> int:
-    """Program size for a pack of `members`: rounded up to whole blocks (padding is unused)."""
-    return -(-members // width) * width
-
-
-def compile_programs(config, env=None, size: int | None = None) -> Compiled:
-    """AOT-compile the programs of `config`'s static part, for one run or a pack of `size`
-    (a multiple of PACK_WIDTH, see pack_slots)."""
+def compile_programs(config, env=None, size: int | None = None, mode: str | None = None) -> Compiled:
+    """AOT-compile the programs of `config`'s static part, for one run (`size` None) or a pack
+    of `size` members (pack_slots) in `mode` (default: the config's `pack_mode`, resolved)."""
     import jax
     import jax.numpy as jnp
 
     from algos.config import hyper_of, stacked_hyper
     from algos.core import build_programs, make_env
 
+    mode = "sequential" if size is None else resolve_mode(mode or config.pack_mode)
     env = env if env is not None else make_env(config)
-    cache_key = (config.static_key(), env, size)
+    cache_key = (config.static_key(), env, size, mode)
     if cache_key in _COMPILED:
         return _COMPILED[cache_key]._replace(compile_s=0.0)
-    programs = build_programs(config, env)
+    programs = build_programs(config, env, batched=mode == "batched")
     start = time.perf_counter()
     template = jax.eval_shape(programs.init, jnp.int32(0), hyper_of(config))
     if size is None:
@@ -98,18 +113,32 @@ def compile_programs(config, env=None, size: int | None = None) -> Compiled:
         init, chunk, evaluate = programs.init, programs.chunk, programs.evaluate
     else:
         seed, h, budget = jnp.zeros(size, jnp.int32), stacked_hyper([config] * size), jnp.zeros(size, jnp.int32)
-        if size % PACK_WIDTH:
-            raise ValueError(f"pack size {size} is not a multiple of {PACK_WIDTH}; use pack_slots()")
-        init, chunk = _blocked(programs.init, PACK_WIDTH), _blocked(programs.chunk, PACK_WIDTH)
-        blocked_eval = _blocked(lambda p, n, s, hyper, noise: programs.evaluate(p, n, s, noise, hyper), PACK_WIDTH)
+        if mode == "batched":
+            init, chunk = jax.vmap(programs.init), jax.vmap(programs.chunk)
+            evaluate = jax.vmap(programs.evaluate, in_axes=(0, 0, 0, None, 0))
+        else:
+            init, chunk = _sequential(programs.init), _sequential(programs.chunk)
+            sequential_eval = _sequential(lambda p, n, s, hyper, noise: programs.evaluate(p, n, s, noise, hyper))
 
-        def evaluate(params, normalizer, seed, noise_scale, hyper):
-            return blocked_eval(params, normalizer, seed, hyper, scalar=noise_scale)
+            def evaluate(params, normalizer, seed, noise_scale, hyper):
+                return sequential_eval(params, normalizer, seed, hyper, scalar=noise_scale)
     state = jax.eval_shape(init, seed, h)
     compiled = Compiled(
         jax.jit(init).lower(seed, h).compile(),
         jax.jit(chunk).lower(state, h, budget).compile(),
         jax.jit(evaluate).lower(state.params, state.normalizer, seed, jnp.float32(0.0), h).compile(),
-        template, time.perf_counter() - start)
+        template, time.perf_counter() - start, mode)
     _COMPILED[cache_key] = compiled
     return compiled
+
+
+def _sequential(fn):
+    """fn over the leading (pack) axis, one member after another (lax.map of the single-run
+    function); `scalar`, when given, is passed unbatched as fn's last argument."""
+    import jax
+
+    def run(*args, scalar=None):
+        one = fn if scalar is None else (lambda *a: fn(*a, scalar))
+        return jax.lax.map(lambda member: one(*member), args)
+
+    return run

@@ -70,12 +70,13 @@ def read_spec(path: str | os.PathLike):
 
 def config_difference(recorded: dict, wanted: dict) -> list[str]:
     """Config fields in which two to_dict() configs differ (after a JSON round trip; the
-    checkpoint interval and the scalars of other algorithms than the run's are not part of a
-    run's identity, algos.registry.foreign_scalars)."""
+    execution fields, algos.config.NOT_IDENTITY, and the scalars of other algorithms than the
+    run's are not part of a run's identity, algos.registry.foreign_scalars)."""
+    from algos.config import NOT_IDENTITY
     from algos.registry import foreign_scalars
 
     a, b = (json.loads(json.dumps(c)) for c in (recorded or {}, wanted))
-    ignored = {"checkpoint_every_s"} | foreign_scalars(b.get("algo", a.get("algo")))
+    ignored = set(NOT_IDENTITY) | foreign_scalars(b.get("algo", a.get("algo")))
     return sorted(k for k in set(a) | set(b) if k not in ignored and a.get(k) != b.get(k))
 
 
@@ -153,10 +154,6 @@ def incomplete_reason(folder: str | os.PathLike, verify: bool = False) -> str | 
 
 
 # ---- writers ---------------------------------------------------------------------------------
-TRACE_COLUMNS = ("iteration", "update", "env_steps", "wall_time", "multiplier", "policy_loss", "value_loss",
-                 "cost_value_loss", "entropy", "approx_kl", "mean_return", "mean_cost")
-
-
 def write_parquet(path: str, table: pa.Table) -> None:
     _atomic(path, lambda tmp: pq.write_table(table, tmp))
 
@@ -170,8 +167,11 @@ def write_json(path: str, obj: dict) -> None:
 
 
 def trace_table(trace: dict, state_columns=()) -> pa.Table:
-    """TRACE_COLUMNS, then the algorithm's own state columns (its registry entry's `state_columns`)."""
+    """algos.trace_schema.TRACE_COLUMNS, then the algorithm's own state columns (its registry entry's
+    `state_columns`)."""
     import pandas as pd  # here: the job wrappers import this module, and pandas costs them ~0.5 s
+
+    from algos.trace_schema import TRACE_COLUMNS
 
     frame = pd.DataFrame({name: trace[name] for name in (*TRACE_COLUMNS, *state_columns)})
     return pa.Table.from_pandas(frame, preserve_index=False)

@@ -84,7 +84,7 @@ def _to_train(members, say) -> tuple[list, dict]:
 
 
 def run_pack(members, *, env=None, stop_after_chunks: int | None = None, quiet: bool = False,
-             stop_at: float | None = None) -> int:
+             stop_at: float | None = None, planned: int = 0) -> int:
     """Train (or resume) every member (algos.pack.Member); returns the exit status: 0, 75 when
     stopped early (checkpoints written), 1 when a member failed (recorded in its failure.json).
 
@@ -94,7 +94,7 @@ def run_pack(members, *, env=None, stop_after_chunks: int | None = None, quiet: 
     say = (lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr, flush=True))
     owned, refused = _lock(members, say)
     try:
-        return _train_owned(owned, refused, env, say, stop_after_chunks, stop_at)
+        return _train_owned(owned, refused, env, say, stop_after_chunks, stop_at, planned)
     finally:
         for m in owned:
             runlock.release(m.out)
@@ -119,7 +119,7 @@ def _lock(members, say) -> tuple[list, list]:
     return owned, refused
 
 
-def _train_owned(members, refused, env, say, stop_after_chunks, stop_at) -> int:
+def _train_owned(members, refused, env, say, stop_after_chunks, stop_at, planned) -> int:
     todo, failures = _to_train(members, say)
     why = None
     if todo:
@@ -127,7 +127,7 @@ def _train_owned(members, refused, env, say, stop_after_chunks, stop_at) -> int:
         previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGUSR2)}
         try:
             outcome = train_pack(todo, env=env, stop=stop.reason, say=say, stop_after_chunks=stop_after_chunks,
-                                 stop_at=stop_at)
+                                 stop_at=stop_at, planned=planned)
             _write_finished(outcome, len(todo), say)  # still under the handlers: a signal now is not a kill
         finally:
             for s, handler in previous.items():
@@ -182,6 +182,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         single.add_argument("--" + field.replace("_", "-"), type=float if field == "total_steps" else int)
     single.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override any config field (see docs/algos.md); env.NAME=VALUE sets a task option")
+    parser.add_argument("--pack-runs", type=int, default=0, metavar="N",
+                        help="runs in the whole pack the specs belong to, finished ones included (a batched "
+                             "pack's program holds them all, so a member's results do not depend on how many "
+                             "still train); default: the specs given")
     parser.add_argument("--stop-after-chunks", type=int, default=None,
                         help="checkpoint and exit 75 after this many chunks (to rehearse a preemption)")
     parser.add_argument("--stop-at", type=float, default=None, metavar="UNIX_TIME",
@@ -216,33 +220,22 @@ def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_siz
     import numpy as np
 
     from algos import runfolder
-    from algos.core import METRIC_NAMES
     from algos.registry import get as get_algorithm
+    from algos.trace_schema import trace_columns
     from metrics import episode_table, run_layout
 
     config = m.config
     algorithm = get_algorithm(config.algo)
     arrays = p.host.arrays()
-    N, S = config.num_envs, config.unrolls_per_update * config.unroll_length
     J = len(arrays["update"])
-    iterations = np.arange(J)
     meta_run = (config.task, config.bound, config.algo, config.seed)
-    blocks = [episode_table.episode_rows(*meta_run, "train", iterations, arrays["ret"], arrays["cost"], arrays["length"])]
+    blocks = [episode_table.episode_rows(*meta_run, "train", np.arange(J), arrays["ret"], arrays["cost"],
+                                         arrays["length"])]
     for phase, r in final.items():
         blocks.append(episode_table.episode_rows(*meta_run, phase, [max(J - 1, 0)], r["ret"][None],
                                                  r["cost"][None], r["length"][None]))
-    steps = arrays["update"].astype(np.int64) * S + arrays["step"] + 1
-    trace = {
-        "iteration": iterations, "update": arrays["update"].astype(np.int64), "env_steps": steps * N,
-        "wall_time": arrays["wall_time"],
-        "multiplier": (arrays["multiplier"].astype(np.float64) if algorithm.has_multiplier
-                       else np.full(J, np.nan)),
-        **{name: arrays["metrics"][:, i].astype(np.float64) for i, name in enumerate(METRIC_NAMES)},
-        "mean_return": arrays["ret"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
-        "mean_cost": arrays["cost"].mean(axis=1).astype(np.float64) if J else np.zeros(0),
-        # the algorithm's own state at the same points (its registry entry's state_columns)
-        **{name: arrays["state"][:, i].astype(np.float64) for i, name in enumerate(algorithm.state_columns)},
-    }
+    trace = trace_columns(arrays, config.unrolls_per_update * config.unroll_length, config.num_envs,
+                          algorithm.has_multiplier, algorithm.state_columns)
     episodes = episode_table.episodes_table(blocks)
     trace = runfolder.trace_table(trace, algorithm.state_columns)
     files = {}
@@ -265,6 +258,8 @@ def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_siz
         "versions": _versions(),
     })
     shutil.rmtree(os.path.join(m.out, run_layout.CHECKPOINT_DIR), ignore_errors=True)
+    if os.path.exists(os.path.join(m.out, run_layout.PROGRESS)):
+        os.remove(os.path.join(m.out, run_layout.PROGRESS))
 
 
 def _versions() -> dict:
@@ -329,7 +324,8 @@ def main(argv=None) -> int:
         return 2
     enable_compilation_cache(args.cache_dir)
     try:
-        return run_pack(members, stop_after_chunks=args.stop_after_chunks, stop_at=args.stop_at)
+        return run_pack(members, stop_after_chunks=args.stop_after_chunks, stop_at=args.stop_at,
+                        planned=args.pack_runs)
     except CheckpointError as err:  # the message says what to do; no traceback needed
         print(f"algos.train: {err}", file=sys.stderr)
         for m in members:

@@ -1,16 +1,16 @@
-"""Training throughput against pack size: env-steps per CPU-second (and per wall second).
+"""Training throughput against pack size and mode: env steps per CPU-second and per wall second.
 
     python benchmarks/pack_throughput.py [--task goal] [--algo ppo_lag] [--preset cpu]
-                                         [--sizes 1,2,6] [--chunks 2] [--chunk-updates 10]
+                                         [--sizes 1,4] [--modes sequential,batched]
+                                         [--chunks 2] [--chunk-updates 10]
 
-For each pack size N it compiles the pack program (algos.programs, blocks of PACK_WIDTH runs
-vmapped; a pack of 1 runs one block with an unused copy), runs one untimed chunk, then
-`--chunks` timed chunks, and prints env steps of the N runs per CPU-second of this process
-and per wall second. The baseline, measured in the same run, is N separate runs of the
-single-run program without vmap (`size=None`: what a run cost before packs), whose rate does
-not depend on N; the ratio column is the pack's rate over it. On a GPU, per wall second is
-the figure that matters (`--preset paper-builtin` sizes: pass --preset paper and
---set env.contact_model=mjx).
+For each pack size P and mode (algos.programs: `sequential` runs the members one after another,
+`batched` all at once, its program padded to a power of two) it compiles the pack program, runs
+one untimed chunk, then `--chunks` timed chunks, and prints env steps of the P runs per
+CPU-second of this process and per wall second. The baseline, measured in the same run, is the
+single-run program (what one run alone costs); the ratio columns are the pack's rates over it
+(CPU ratio 1.0: a member costs what it costs alone). On a GPU, per wall second is the figure that
+matters: use `--preset paper --set env.contact_model=mjx` for the paper-builtin sizes.
 """
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ from algos.config import hyper_of, make_config, stacked_hyper  # noqa: E402
 from algos.programs import compile_programs, enable_compilation_cache, pack_slots  # noqa: E402
 
 
-def measure(config, size, chunks):
-    """(steps per CPU-second, steps per second, compile s) of `size` runs (None: one unvmapped run)."""
+def measure(config, size, chunks, mode="sequential"):
+    """(steps per CPU-second, steps per second, compile s) of `size` runs (None: one run alone)."""
     n = 1 if size is None else size
-    slots = None if size is None else pack_slots(size)
-    compiled = compile_programs(config, size=slots)
+    slots = None if size is None else pack_slots(size, mode)
+    compiled = compile_programs(config, size=slots, mode=mode)
     if size is None:
         seeds, h, budget = jnp.int32(config.seed), hyper_of(config), jnp.int32(10**9)
     else:
@@ -55,7 +55,8 @@ def main(argv=None) -> int:
     parser.add_argument("--task", default="goal")
     parser.add_argument("--algo", default="ppo_lag")
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--sizes", default="1,2,6", help="pack sizes, comma-separated")
+    parser.add_argument("--sizes", default="1,4", help="pack sizes, comma-separated")
+    parser.add_argument("--modes", default="sequential,batched", help="pack modes, comma-separated")
     parser.add_argument("--chunks", type=int, default=2, help="timed chunks per size")
     parser.add_argument("--chunk-updates", type=int, default=10, help="updates per chunk")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="trainer config override")
@@ -67,12 +68,14 @@ def main(argv=None) -> int:
     print(f"{args.task} {args.algo} preset {args.preset} ({config.num_envs} envs, {config.steps_per_update:,} "
           f"steps per update) on {device.platform} ({device.device_kind}), {os.cpu_count()} CPUs")
     base_cpu, base_wall, base_compile = measure(config, None, args.chunks)
-    print(f"{'runs':>12} {'steps/CPU-s':>12} {'steps/s':>10} {'compile s':>10} {'ratio (CPU)':>12} {'ratio (wall)':>12}")
-    print(f"{'1, no vmap':>12} {base_cpu:12,.0f} {base_wall:10,.0f} {base_compile:10.1f} {1.0:12.2f} {1.0:12.2f}")
+    print(f"{'runs':>5} {'mode':>10} {'steps/CPU-s':>12} {'steps/s':>10} {'compile s':>10} {'ratio (CPU)':>12} "
+          f"{'ratio (wall)':>12}")
+    print(f"{1:>5} {'alone':>10} {base_cpu:12,.0f} {base_wall:10,.0f} {base_compile:10.1f} {1.0:12.2f} {1.0:12.2f}")
     for size in (int(s) for s in args.sizes.split(",")):
-        rate_cpu, rate_wall, compile_s = measure(config, size, args.chunks)
-        print(f"{size:>12} {rate_cpu:12,.0f} {rate_wall:10,.0f} {compile_s:10.1f} {rate_cpu / base_cpu:12.2f} "
-              f"{rate_wall / base_wall:12.2f}")
+        for mode in args.modes.split(","):
+            rate_cpu, rate_wall, compile_s = measure(config, size, args.chunks, mode)
+            print(f"{size:>5} {mode:>10} {rate_cpu:12,.0f} {rate_wall:10,.0f} {compile_s:10.1f} "
+                  f"{rate_cpu / base_cpu:12.2f} {rate_wall / base_wall:12.2f}", flush=True)
     return 0
 
 

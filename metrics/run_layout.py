@@ -8,6 +8,7 @@ A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` holds
   writes it and says when a folder is complete);
 - `summary.parquet`: stage 1 of the metrics (the workflow's summarise rule);
 - `checkpoint/`: while a run is interrupted (algos.checkpoint);
+- `progress.json`: while a run trains, its updates done, rate and time left (algos.pack);
 - `job.json`: the job marker and lock: who runs (or last ran) this folder (algos.runlock);
 - `failure.json`: why the last attempt failed, when it failed for good (not a time limit).
 
@@ -33,6 +34,7 @@ SPEC = "spec.json"
 RUN_FILES = (EPISODES, TRACE, RUN_JSON)  # run.json last: the trainer writes it after the others
 SUMMARY = "summary.parquet"
 CHECKPOINT_DIR = "checkpoint"
+PROGRESS = "progress.json"
 JOB_MARKER = "job.json"
 FAILURE_RECORD = "failure.json"
 # What the path pieces may look like (Snakemake wildcard constraints use the same patterns).

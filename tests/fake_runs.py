@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from algos import runfolder
+from algos.trace_schema import TRACE_COLUMNS
 from metrics import episode_table, run_layout
 
 
@@ -29,7 +30,7 @@ def complete_run(folder, task="circle", bound=25.0, algo="ppo", seed=0, code_ver
         blocks.append(episode_table.episode_rows(task, bound, algo, seed, phase, [n_iter - 1], np.ones((1, n_env)),
                                              costs[:1], np.full((1, n_env), 64)))
     episodes = episode_table.episodes_table(blocks)
-    trace = runfolder.trace_table({name: np.arange(n_iter, dtype=np.float64) for name in runfolder.TRACE_COLUMNS})
+    trace = runfolder.trace_table({name: np.arange(n_iter, dtype=np.float64) for name in TRACE_COLUMNS})
     runfolder.write_parquet(folder / run_layout.EPISODES, episodes)
     runfolder.write_parquet(folder / run_layout.TRACE, trace)
     runfolder.write_json(folder / run_layout.RUN_JSON, {

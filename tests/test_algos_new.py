@@ -9,7 +9,8 @@ import pytest
 
 from algos import cpo, crpo, ppo_pid, ppo_saute, registry
 from algos.config import hyper_of, make_config
-from algos.hooks import AlgoState, init_algo_state, policy_loss, update_multiplier
+from algos.interface import AlgoState
+from algo_steps import init_algo_state, policy_loss, update_multiplier
 from algos.interface import PolicyStepInputs, UpdateStats
 
 T = 100  # episode length: d / T = 25 / 100 = 0.25 exactly

@@ -7,7 +7,10 @@ import pytest
 from algos import checkpoint, distribution as dist
 from algos.config import PRESETS, TrainConfig, hyper_of, make_config
 from algos.core import gae
-from algos.hooks import AlgoState, init_algo_state, policy_loss, update_multiplier
+from algos import registry
+from algos.hooks import standardise
+from algos.interface import AlgoState
+from algo_steps import init_algo_state, policy_loss, update_multiplier
 from algos.normalizer import init_normalizer, normalize, update_normalizer
 
 T = 100  # episode length in the multiplier cases: d / T = 25 / 100 = 0.25 exactly
@@ -251,3 +254,33 @@ def test_checkpoint_round_trip_is_exact_and_refuses_other_shapes(tmp_path):
     with pytest.raises(ValueError, match="different configuration"):
         checkpoint.load(str(tmp_path), bad)
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_minibatch_loss_at_the_policy_that_collected_it():
+    """At the policy that sampled the minibatch the ratio is 1: no KL, PPO's loss is minus the
+    mean standardised advantage, and each critic's loss is 0.25 mean (GAE target - value)^2."""
+    from algos.core import LossSetup, Transition, critic, minibatch_loss
+    from algos.networks import apply_mlp, init_params
+
+    B, U, O, A = 4, 5, 3, 2
+    keys = jax.random.split(jax.random.PRNGKey(7), 6)
+    params = init_params(keys[0], O, A, (8,), (8,), True)
+    obs = jax.random.normal(keys[1], (B, U + 1, O))
+    mu, sigma = dist.split_output(apply_mlp(params["policy"], obs[:, :-1], "tanh"))
+    z = dist.sample_pre_tanh(keys[2], mu, sigma)
+    done = jax.random.bernoulli(keys[3], 0.2, (B, U))
+    mb = Transition(obs, z, dist.log_prob(z, mu, sigma), jax.random.normal(keys[4], (B, U)),
+                    jax.random.uniform(keys[5], (B, U)), done, jnp.zeros((B, U), bool))
+    h = hyper(entropy_cost=0.0)
+    setup = LossSetup("tanh", False, True, registry.get("ppo").hooks_obj)
+    total, metrics = minibatch_loss(params, mb, init_normalizer(O), init_algo_state("ppo", h), jnp.float32(0.0),
+                                    h, keys[0], setup)
+    m = dict(zip(("policy_loss", "value_loss", "cost_value_loss", "entropy", "approx_kl"), np.asarray(metrics)))
+    assert m["approx_kl"] == 0.0
+    _, _, adv = critic(params, "value", obs, mb.reward * h.reward_scaling, mb, h, "tanh")
+    assert m["policy_loss"] == pytest.approx(float(-jnp.mean(standardise(adv))), abs=1e-6)
+    for name, rewards, key in (("value", mb.reward * h.reward_scaling, "value_loss"), ("cost_value", mb.cost,
+                                                                                       "cost_value_loss")):
+        values, vs, _ = critic(params, name, obs, rewards, mb, h, "tanh")
+        assert m[key] == pytest.approx(0.25 * float(jnp.mean((vs - values[:, :-1]) ** 2)), rel=1e-6)
+    assert float(total) == pytest.approx(m["policy_loss"] + m["value_loss"] + m["cost_value_loss"], rel=1e-5)

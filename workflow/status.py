@@ -26,6 +26,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
@@ -101,6 +102,18 @@ def older_code(meta: dict, code: str) -> str:
     return f"trained by older code ({', '.join(other)}; now {code})" if other else ""
 
 
+def progress_detail(run_dir: Path) -> str:
+    """A running run's fraction done and time left, from the progress.json its pack writes
+    after each chunk ('' before the first chunk ends)."""
+    progress = runfolder.read_json(run_dir / run_layout.PROGRESS)
+    if not progress or not isinstance(progress.get("fraction"), (int, float)):
+        return ""
+    eta = progress.get("eta_s")
+    left = time.strftime("%H:%M:%S", time.gmtime(eta)) if isinstance(eta, (int, float)) else "?"
+    return (f"{100 * progress['fraction']:.0f}% (update {progress.get('update')}/{progress.get('updates')}), "
+            f"{left} left")
+
+
 def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, cfg: dict | None = None,
                key: tuple | None = None, code: str | None = None, verify: bool = False) -> RunStatus:
     from workflow.packs import pending_reason
@@ -117,7 +130,8 @@ def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, 
         return RunStatus(run, "done", log_text, older_code(meta, code) if code is not None else "")
     checkpoint = checkpoint_detail(cfg, key, run_dir / CHECKPOINT_DIR) if key is not None else ""
     if marker is not None and marker_alive(marker, slurm_jobs, host):
-        return RunStatus(run, "running", log_text, runlock.describe(marker))
+        detail = "; ".join(x for x in [progress_detail(run_dir), runlock.describe(marker)] if x)
+        return RunStatus(run, "running", log_text, detail)
     incomplete = f"incomplete: {reason}" if any((run_dir / f).exists() for f in RUN_FILES) else ""
     if marker is not None:
         failure = runfolder.read_json(run_dir / run_layout.FAILURE_RECORD)

@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
     parser.add_argument("specs", nargs="+", help="run specs (DIR/spec.json) of one pack")
     parser.add_argument("--attempt", type=int, default=1, help="Snakemake's attempt number of this job")
     parser.add_argument("--threads", type=int, default=None, help="passed to the trainer")
+    parser.add_argument("--pack-runs", type=int, default=0, help="passed to the trainer: runs in the whole pack")
     args = parser.parse_args(argv)
     say = lambda text: print(f"train_job: {text}", file=sys.stderr, flush=True)  # noqa: E731
     admitted = [spec for spec in args.specs if admit(spec, args.attempt, say)]
@@ -116,6 +117,8 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
     cmd = [sys.executable, "-m", "algos.train", "--spec", *admitted]
     if args.threads is not None:
         cmd += ["--threads", str(args.threads)]
+    if args.pack_runs:
+        cmd += ["--pack-runs", str(args.pack_runs)]
     job_id = os.environ.get("SLURM_JOB_ID")
     stop_at = stop_time(slurm_end_time(job_id), time.time(),
                         float(os.environ.get(STOP_MARGIN_ENV, DEFAULT_STOP_MARGIN_S))) if job_id else None

@@ -1,5 +1,5 @@
 # Stage 0: training, one job per pack (workflow/packs.py): the runs of one program (task x
-# algorithm) that still need training, trained as one vmapped program, each into its own run
+# algorithm) that still need training, trained by one compiled program, each into its own run
 # folder from its spec.json, which the job writes first. A pack's outputs are its pending
 # runs only, so a rerun trains exactly the failed and missing runs. A run that stops early (time limit, SIGTERM/SIGUSR2 ->
 # exit 75) leaves DIR/checkpoint/ behind; the retry or the next invocation resumes from there.
@@ -37,6 +37,7 @@ for _pack in PACKS:
         params:
             runs=list(_pack.pending),
             specs=" ".join(f"{run_layout.RUNS_ROOT}/{run}/{run_layout.SPEC}" for run in _pack.pending),
+            pack_runs=len(_pack.runs),  # the whole pack: a batched program's size (algos.programs)
         log:
             f"{LOGS_DIR}/train/{_pack.name}.log",
         threads: CFG["train"].get("threads", 1)
@@ -46,7 +47,7 @@ for _pack in PACKS:
             # the specs are written when the job runs (a dry run writes nothing)
             packs.write_specs(CFG, params.runs)
             shell("SAFERL_TRAIN_LOG={log} python -m workflow.train_job --attempt {resources.train_attempt}"
-                  " --threads {threads} {params.specs} >> {log} 2>&1")
+                  " --threads {threads} --pack-runs {params.pack_runs} {params.specs} >> {log} 2>&1")
 
 
 rule runs:

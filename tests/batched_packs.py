@@ -1,0 +1,67 @@
+"""Batched packs for tests/test_algos_pack.py, trained in a process of their own:
+
+    XLA_FLAGS=--xla_cpu_max_isa=AVX python tests/batched_packs.py OUT
+
+XLA:CPU contracts `a * b + c` into FMA instructions in some positions of a vectorised loop and
+not in others, so on a CPU with FMA a batched member's last bits depend on where its envs sit
+in the flat batch. Without FMA (`--xla_cpu_max_isa=AVX`, set before JAX starts, hence the
+process of its own) every element runs the same instructions, as on a GPU. Writes, under OUT:
+full/ (the three runs in order), perm/ (in another order, so other slots), alone/ (the second
+run alone, in its full pack's program size), killed/ (the full pack killed with SIGKILL after
+its first checkpoint, then resumed).
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, REPO)
+
+from algos import runfolder, train  # noqa: E402
+from algos.config import make_config  # noqa: E402
+from algos.pack import Member  # noqa: E402
+
+KW = dict(task="goal", algo="ppo_lag", total_steps=16 * 2048, num_envs=4, episode_length=64, eval_episodes=4)
+RUNS = [(15.0, 0), (25.0, 1), (15.0, 1)]  # (bound, seed)
+
+
+def members(base, runs, sets=()):
+    return [Member(make_config("cpu", dict(KW, bound=b, seed=s), ["chunk_updates=4", "pack_mode=batched", *sets]),
+                   os.path.join(base, f"d{b:g}-s{s}"), "cpu") for b, s in runs]
+
+
+def killed_then_resumed(base):
+    """The full pack in a child trainer, SIGKILLed once every member has a checkpoint (no
+    signal handler runs), then resumed here."""
+    pack = members(base, RUNS, ["checkpoint_every_s=0"])
+    specs = []
+    for m in pack:
+        runfolder.write_spec(m.out, runfolder.spec_of(m.preset, m.config))
+        specs.append(os.path.join(m.out, "spec.json"))
+    child = subprocess.Popen([sys.executable, "-m", "algos.train", "--pack-runs", "3", "--spec", *specs],
+                             stderr=subprocess.DEVNULL, cwd=REPO)
+    saved = [os.path.join(m.out, "checkpoint", "state-0.json") for m in pack]
+    deadline = time.time() + 900
+    while not all(os.path.exists(p) for p in saved) and child.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    if os.path.exists(os.path.join(pack[0].out, "run.json")):
+        raise SystemExit("the child finished before it was killed: nothing was resumed")
+    return train.run_pack(members(base, RUNS), quiet=True, planned=3)
+
+
+def main(out):
+    statuses = [
+        train.run_pack(members(os.path.join(out, "full"), RUNS), quiet=True, planned=3),
+        train.run_pack(members(os.path.join(out, "perm"), RUNS[::-1]), quiet=True, planned=3),
+        train.run_pack(members(os.path.join(out, "alone"), RUNS[1:2]), quiet=True, planned=3),
+        killed_then_resumed(os.path.join(out, "killed")),
+    ]
+    return max(statuses)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
