@@ -106,3 +106,22 @@ def test_findings_sentences_say_which_hold():
     assert "ppo:" not in one  # the unconstrained baseline is not checked
     assert "on V it holds for 0, is reversed for 3 and undecided for 0 of 3" in two
     assert three == "(3) Tiers hinge on a threshold: no constrained algorithm's tier changes when any one threshold moves by 0.05."
+
+
+def test_report_shows_the_findings_section_first(tmp_path):
+    from workflow import report
+
+    runs = _runs({a: LEVELS["safer_greedy"] for a in ("ppo_lag", "p3o", "focops")})
+    iqm = pd.DataFrame([(a, p, m, v) for a in ("ppo_lag", "p3o", "focops") for p in ("train", "final_greedy")
+                        for m, v in (("V", 0.2), ("Dnorm", -0.3), ("Dnorm_plus", 0.3))],
+                       columns=["algo", "phase", "metric", "iqm"])
+    for name, df in (("iqm", iqm), ("tiers", TIERS), ("conditions", TIERS)):
+        df.to_csv(tmp_path / f"{name}.csv", index=False)
+    config = {"preset": "x", "backend": "builtin", "tasks": ["goal"], "bounds": [15], "algos": ["p3o"], "seeds": [0]}
+    out = tmp_path / "report.html"
+    report.write_report(str(out), config=config, products=[], findings=findings(TIERS, runs, iqm, PAPER_THRESHOLDS, reps=50),
+                        **{k: str(tmp_path / f"{k}.csv") for k in ("iqm", "tiers", "conditions")})
+    text = out.read_text()
+    assert text.index("<h2>Findings</h2>") < text.index("<h2>Safety tiers</h2>")
+    assert "<li>(1) Final greedy tier at least the training tier: holds for 2 of 3" in text
+    assert "is reversed for 3" in text and "noise-minus-greedy gap per task" in text
