@@ -8,6 +8,7 @@ import sys
 import warnings
 
 from .aggregate import DEFAULT_REPS, ESTIMATORS
+from .dnorm_plus import DEFINITIONS as DNORM_PLUS
 from .schema import PHASES, EpisodeTableError, MetricsWarning, ThresholdError
 from .seeds import DEFAULT_K_MAX, DEFAULT_TARGET, FIGURE_FILE
 
@@ -22,7 +23,8 @@ def _aggregate(args):
     from .aggregate import aggregate, write_aggregate
     from .summary import read_summaries
 
-    write_aggregate(aggregate(read_summaries(args.summaries), args.reps, args.seed, args.estimator), args.out)
+    write_aggregate(aggregate(read_summaries(args.summaries), args.reps, args.seed, args.estimator, args.dnorm_plus),
+                    args.out)
 
 
 def _tiers(args):
@@ -34,7 +36,8 @@ def _tiers(args):
 def _evaluate(args):
     from .evaluate import evaluate
 
-    evaluate(args.episodes, args.out, args.reps, args.seed, args.thresholds, args.estimator, jobs=args.jobs)
+    evaluate(args.episodes, args.out, args.reps, args.seed, args.thresholds, args.estimator, jobs=args.jobs,
+             dnorm_plus=args.dnorm_plus)
 
 
 def _plan_seeds(args):
@@ -57,6 +60,9 @@ def _bootstrap_options(p):
         default="stratified",
         help="stratified: IQM over (task, bound) of seed means (the paper's estimator); pooled: rliable's IQM over all runs",
     )
+    p.add_argument("--dnorm-plus", choices=DNORM_PLUS, default="paper",
+                   help="paper: Dnorm+ averaged as eq. 5 and 6 say (default); saferleval: as the paper's suite computes "
+                        "it (training: violating iterates only; final conditions: violating seeds only)")
 
 
 def build_parser() -> argparse.ArgumentParser:
