@@ -1,4 +1,4 @@
-"""Command line: ``python -m metrics {summarise,aggregate,tiers,evaluate,plan-seeds} ...`` (docs/metrics.md)."""
+"""Command line: ``python -m metrics {summarise,aggregate,tiers,evaluate,plan-seeds,compare,reference} ...`` (docs/metrics.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import warnings
 
 from .aggregate import DEFAULT_REPS, ESTIMATORS
 from .dnorm_plus import DEFINITIONS as DNORM_PLUS
+from .reference import ReferenceError
 from .schema import PHASES, EpisodeTableError, MetricsWarning, ThresholdError
 from .seeds import DEFAULT_K_MAX, DEFAULT_TARGET, FIGURE_FILE
 
@@ -49,6 +50,32 @@ def _plan_seeds(args):
                       thresholds=thresholds, phases=args.phase, reps=args.reps, seed=args.seed)
     write_plan(plan, args.out, figure=not args.no_figure)
     print(needed_markdown(plan), end="")
+
+
+def _compare(args):
+    from .reference import compare, load_reference, read_results, summary_line
+
+    reference = load_reference(args.reference)
+    metrics, tiers = compare(*read_results(args.results), reference)
+    if args.out:
+        from .atomic import write_text
+
+        write_text(args.out, metrics.to_csv(index=False))
+    print(f"reference {reference['name']}: {reference['source']}")
+    for note in reference.get("notes") or []:
+        print(f"note: {note}")
+    print(metrics.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(tiers.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    print(summary_line(metrics, tiers, reference["name"]))
+
+
+def _reference(args):
+    import shlex
+
+    from .reference import make_reference, write_reference
+
+    command = args.command_text or "saferl-eval reference " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    write_reference(make_reference(args.results, args.name, args.source, command, args.runs), args.out)
 
 
 def _bootstrap_options(p):
@@ -108,6 +135,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, help="processes reading episode files (default 1)")
     p.add_argument("--no-figure", action="store_true", help=f"write the tables only, not {FIGURE_FILE}")
     p.set_defaults(func=_plan_seeds)
+
+    p = sub.add_parser("compare", help="a sweep's IQMs, CIs and tiers beside a reference's (is my result normal?)")
+    p.add_argument("results", help="folder with the sweep's iqm.csv and tiers.csv (written by `evaluate`, or results/metrics)")
+    p.add_argument("reference", help="a reference file, or the name of a shipped one (metrics/references/NAME.yaml)")
+    p.add_argument("--out", default=None, help="also write the per-metric comparison as CSV")
+    p.set_defaults(func=_compare)
+
+    p = sub.add_parser("reference", help="a reference file from a finished sweep's results (stamped with its code versions)")
+    p.add_argument("results", help="folder with iqm.csv, tiers.csv, conditions.csv and aggregate.json")
+    p.add_argument("--out", required=True, help="reference file to write (YAML)")
+    p.add_argument("--name", required=True, help="the reference's name (a preset's name for a shipped one)")
+    p.add_argument("--source", default="a sweep of saferl-eval", help="where the numbers come from")
+    p.add_argument("--runs", default=None, help="folder of the run folders, whose run.json files give the code versions")
+    p.add_argument("--command-text", default=None, help="the command to record as the one that makes this reference")
+    p.set_defaults(func=_reference)
     return parser
 
 
@@ -116,9 +158,9 @@ def _check_out(args) -> str | None:
     out = getattr(args, "out", None)
     if out is None or not os.path.exists(out):
         return None
-    if args.command == "summarise" and os.path.isdir(out):
-        return f"--out {out} is a folder; give the summary file to write"
-    if args.command != "summarise" and not os.path.isdir(out):
+    if args.command in ("summarise", "compare", "reference") and os.path.isdir(out):
+        return f"--out {out} is a folder; give the file to write"
+    if args.command not in ("summarise", "compare", "reference") and not os.path.isdir(out):
         return f"--out {out} is a file, not a folder"
     return None
 
@@ -149,7 +191,7 @@ def main(argv=None) -> int:
         warnings.showwarning = lambda message, *a, **k: print(f"warning: {message}", file=sys.stderr)
         try:
             args.func(args)
-        except (EpisodeTableError, ThresholdError) as err:
+        except (EpisodeTableError, ThresholdError, ReferenceError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         except (MemoryError, ValueError) as err:
