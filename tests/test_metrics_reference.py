@@ -93,3 +93,36 @@ def test_bad_references_get_one_line_errors(results, tmp_path, capsys):
     assert "no-such-reference: neither a file nor a shipped reference" in capsys.readouterr().err
     assert main(["compare", str(tmp_path), str(_made(results, tmp_path))]) == 2
     assert "needs iqm.csv and tiers.csv" in capsys.readouterr().err
+
+
+def test_reference_products_flag_what_is_outside_and_say_when_there_is_none(results, tmp_path, monkeypatch):
+    from workflow.products import settings
+    from workflow.products.registry import SweepFiles, by_name
+
+    raw = yaml.safe_load(_made(results, tmp_path).read_text())
+    raw["iqm"] = [dict(r, iqm=r["iqm"] + 5.0) if (r["algo"], r["metric"]) == ("p3o", "R") else r for r in raw["iqm"]]
+    raw["notes"] = ["a caveat"]
+    (tmp_path / "refs").mkdir()
+    (tmp_path / "refs" / "mypreset.yaml").write_text(yaml.safe_dump(raw))
+    monkeypatch.setattr(reference, "SHIPPED", tmp_path / "refs")
+    files = SweepFiles(aggregate={"iqm": str(results / "metrics" / "iqm.csv")},
+                       tiers={"tiers": str(results / "metrics" / "tiers.csv")}, thresholds="", runs=lambda *a: [],
+                       preset="mypreset")
+    table, figure = by_name()["table_reference"], by_name()["figure_reference"]
+    inputs = table.inputs(files, {})
+    assert inputs["reference"] == str(tmp_path / "refs" / "mypreset.yaml")
+    out = {ext: str(tmp_path / f"t.{ext}") for ext in ("csv", "md", "tex", "html")}
+    shown = table.build(inputs, out, settings.resolve(None), {})
+    flagged = [(row, col) for row, flags in zip(shown.rows, shown.bold) for col, f in zip(shown.columns, flags) if f]
+    assert sorted({r[1] for r, _ in flagged}) == ["P3O"] and {c for _, c in flagged} == {("R", "reference")}
+    assert "Note: a caveat" in open(out["md"]).read()
+    got = figure.build(inputs, [str(tmp_path / "f.pdf"), str(tmp_path / "f.png")], settings.resolve(None), {})
+    assert (got["status"] == "outside").sum() == 3  # P3O's R in each phase
+
+    none = table.inputs(SweepFiles(aggregate=files.aggregate, tiers=files.tiers, thresholds="", runs=lambda *a: [],
+                                   preset="tiny"), {})
+    assert "reference" not in none
+    shown = table.build(none, out, settings.resolve(None), {})
+    assert "No reference is shipped for this sweep's preset" in open(out["md"]).read()
+    figure.build(none, [str(tmp_path / "g.pdf"), str(tmp_path / "g.png")], settings.resolve(None), {})
+    assert os.path.getsize(tmp_path / "g.png") > 1000
