@@ -1,4 +1,5 @@
-"""Command line: ``python -m metrics {summarise,aggregate,tiers,evaluate,plan-seeds,compare,reference} ...`` (docs/metrics.md)."""
+"""Command line: ``python -m metrics {summarise,aggregate,tiers,evaluate,plan-seeds,compare,reference,from-saferleval} ...``
+(docs/metrics.md, docs/comparisons.md)."""
 
 from __future__ import annotations
 
@@ -78,6 +79,20 @@ def _reference(args):
     write_reference(make_reference(args.results, args.name, args.source, command, args.runs), args.out)
 
 
+def _from_saferleval(args):
+    from .atomic import atomic_path
+    from .saferleval_csv import read_saferleval
+
+    episodes, notes = read_saferleval(args.files)
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    with atomic_path(args.out) as tmp:
+        if args.out.endswith(".parquet"):
+            episodes.to_parquet(tmp, index=False)
+        else:
+            episodes.to_csv(tmp, index=False)
+
+
 def _bootstrap_options(p):
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"bootstrap replicates B (default {DEFAULT_REPS})")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -150,6 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", default=None, help="folder of the run folders, whose run.json files give the code versions")
     p.add_argument("--command-text", default=None, help="the command to record as the one that makes this reference")
     p.set_defaults(func=_reference)
+
+    p = sub.add_parser("from-saferleval", help="the paper's suite's per-seed summary CSVs as an episode table")
+    p.add_argument("files", nargs="+", help="SafeRLEval *_summary.csv files, or folders of them")
+    p.add_argument("--out", required=True, help="episode table to write (.parquet or .csv)")
+    p.set_defaults(func=_from_saferleval)
     return parser
 
 
@@ -158,9 +178,9 @@ def _check_out(args) -> str | None:
     out = getattr(args, "out", None)
     if out is None or not os.path.exists(out):
         return None
-    if args.command in ("summarise", "compare", "reference") and os.path.isdir(out):
+    if args.command in ("summarise", "compare", "reference", "from-saferleval") and os.path.isdir(out):
         return f"--out {out} is a folder; give the file to write"
-    if args.command not in ("summarise", "compare", "reference") and not os.path.isdir(out):
+    if args.command not in ("summarise", "compare", "reference", "from-saferleval") and not os.path.isdir(out):
         return f"--out {out} is a file, not a folder"
     return None
 
