@@ -124,5 +124,6 @@ def test_reference_products_flag_what_is_outside_and_say_when_there_is_none(resu
     assert "reference" not in none
     shown = table.build(none, out, settings.resolve(None), {})
     assert "No reference is shipped for this sweep's preset" in open(out["md"]).read()
+    assert pd.read_csv(out["csv"])["reference"].tolist() == ["none"]  # the report renders the CSV
     figure.build(none, [str(tmp_path / "g.pdf"), str(tmp_path / "g.png")], settings.resolve(None), {})
     assert os.path.getsize(tmp_path / "g.png") > 1000

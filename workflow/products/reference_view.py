@@ -34,7 +34,8 @@ def reference_table(ref, got: pd.DataFrame | None, tiers: pd.DataFrame | None, d
     the reference value, bold when it lies outside the CI; the tier on each side, bold when they differ."""
     if ref is None:
         return Table(title="Comparison with a reference", row_header=["Reference"], rows=[["none"]],
-                     columns=[("", "")], cells=[[""]], bold=[[False]], data=pd.DataFrame(), notes=[NO_REFERENCE])
+                     columns=[("", "")], cells=[[""]], bold=[[False]],
+                     data=pd.DataFrame({"reference": ["none"], "note": [NO_REFERENCE]}), notes=[NO_REFERENCE])
     metrics = [m for m in METRICS if m in set(got["metric"])]
     keys = _ordered_keys(pd.concat([got[["phase", "algo"]], tiers[["phase", "algo"]]]))
     by = got.set_index(["phase", "algo", "metric"])
