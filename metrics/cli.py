@@ -75,7 +75,8 @@ def _reference(args):
 
     from .reference import make_reference, write_reference
 
-    command = args.command_text or "saferl-eval reference " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    words = [args.results, "--name", args.name, "--out", args.out, "--source", args.source]
+    command = "saferl-eval reference " + " ".join(shlex.quote(w) for w in words + (["--runs", args.runs] if args.runs else []))
     write_reference(make_reference(args.results, args.name, args.source, command, args.runs), args.out)
 
 
@@ -163,7 +164,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True, help="the reference's name (a preset's name for a shipped one)")
     p.add_argument("--source", default="a sweep of saferl-eval", help="where the numbers come from")
     p.add_argument("--runs", default=None, help="folder of the run folders, whose run.json files give the code versions")
-    p.add_argument("--command-text", default=None, help="the command to record as the one that makes this reference")
     p.set_defaults(func=_reference)
 
     p = sub.add_parser("from-saferleval", help="the paper's suite's per-seed summary CSVs as an episode table")

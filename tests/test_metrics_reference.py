@@ -38,7 +38,9 @@ def test_reference_is_stamped_and_reads_back(results, tmp_path):
     path = _made(results, tmp_path)
     raw = yaml.safe_load(path.read_text())
     assert raw["made_with"]["code_versions"] == ["abc123"] and raw["made_with"]["reps"] == 300
-    assert raw["made_with"]["dnorm_plus"] == "paper" and raw["command"].startswith("saferl-eval reference ")
+    assert raw["made_with"]["dnorm_plus"] == "paper" and raw["command"] == (
+        f"saferl-eval reference {results / 'metrics'} --name mine --out {tmp_path / 'mine.yaml'} "
+        f"--source 'a synthetic sweep' --runs {results / 'runs'}")
     ref = reference.load_reference(path)
     iqm = pd.read_csv(results / "metrics" / "iqm.csv")
     assert len(ref["iqm"]) == len(iqm) and len(ref["conditions"]) == len(pd.read_csv(results / "metrics" / "conditions.csv"))
