@@ -9,7 +9,8 @@
    kept together); the claim holds when the CI lies above 1/2, is reversed when it lies below.
    Beside it, per task, the mean noise-minus-greedy gap over the task's conditions.
 3. Tiers hinge on thresholds: each (algorithm, phase) whose tier changes when one threshold
-   moves by +-margin (the others as configured), as in the tier-sensitivity analysis.
+   moves by +-margin (the others as configured), as in the tier-sensitivity analysis; a move
+   outside the values a metric can take (V below 0 or above 1, Dnorm+ below 0) is not tried.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .thresholds import N_TIERS, tier_of, validate_thresholds
 
 NOISE_METRICS = ("V", "Dnorm")
 DEFAULT_MARGIN = 0.05
+LOWEST, HIGHEST = {"V": 0.0, "Dnorm_plus": 0.0}, {"V": 1.0}  # the values the metrics can take
 
 
 def tier_claim(tiers: pd.DataFrame, algos) -> pd.DataFrame:
@@ -108,6 +110,8 @@ def threshold_claim(iqm: pd.DataFrame, thresholds, algos, margin: float = DEFAUL
     for tier_name, limits in thresholds.items():
         for metric, limit in limits.items():
             for moved_to in (limit - margin, limit + margin):
+                if moved_to < LOWEST.get(metric, -np.inf) or moved_to > HIGHEST.get(metric, np.inf):
+                    continue  # a limit no value can cross (V < 0, V > 1, Dnorm+ < 0) moves no tier for real
                 moved = copy.deepcopy(thresholds)
                 moved[tier_name][metric] = moved_to
                 changed = tier_of(values, moved, validate=False)

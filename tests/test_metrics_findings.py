@@ -93,6 +93,10 @@ def test_threshold_claim_lists_only_tiers_a_small_move_changes():
     assert got[["algo", "threshold", "moved_to", "tier", "moved_tier"]].values.tolist() == [
         ["edge", "moderate.V", pytest.approx(0.45), 2, 1]]
     assert threshold_claim(iqm, PAPER_THRESHOLDS, ["firm"]).empty
+    # strict (V = Dnorm+ = 0): its limits at 0 would only move below what V and Dnorm+ can be
+    strict = pd.DataFrame([("s", "train", "V", 0.0), ("s", "train", "Dnorm", -0.6), ("s", "train", "Dnorm_plus", 0.0)],
+                          columns=["algo", "phase", "metric", "iqm"])
+    assert threshold_claim(strict, PAPER_THRESHOLDS, ["s"]).empty
 
 
 def test_findings_sentences_say_which_hold():
