@@ -28,6 +28,7 @@ from .thresholds import N_TIERS, tier_of, validate_thresholds
 
 NOISE_METRICS = ("V", "Dnorm")
 DEFAULT_MARGIN = 0.05
+THRESHOLD_COLUMNS = ["algo", "phase", "threshold", "configured", "moved_to", "iqm", "tier", "moved_tier"]
 LOWEST, HIGHEST = {"V": 0.0, "Dnorm_plus": 0.0}, {"V": 1.0}  # the values the metrics can take
 
 
@@ -63,7 +64,8 @@ def _paired_final(runs: pd.DataFrame, algo: str, metrics) -> pd.DataFrame:
 
 def noise_claim(runs: pd.DataFrame, algos, metrics=NOISE_METRICS, reps: int = DEFAULT_REPS, seed: int = 0):
     """Claim 2 from the per-run table (run_metrics.parquet). Returns (shares, gaps): shares has
-    per algorithm and metric n_conditions, n_at_most (conditions where noise <= greedy), share,
+    per algorithm and metric n_conditions, n_at_most (conditions where noise <= greedy), n_tied
+    (where they are equal, e.g. both 0), share,
     ci_low, ci_high, verdict (holds / reversed / undecided); gaps per algorithm, task and metric
     the mean over the task's conditions of seed-mean noise minus seed-mean greedy."""
     require_columns(runs, list(RUN_KEYS) + ["phase"] + list(metrics), "run metrics")
@@ -86,14 +88,15 @@ def noise_claim(runs: pd.DataFrame, algos, metrics=NOISE_METRICS, reps: int = DE
             low, high = percentile_ci(rep_share)
             verdict = "holds" if low > 0.5 else "reversed" if high < 0.5 else "undecided"
             shares.append({"algo": algo, "metric": metric, "n_conditions": len(at_most), "n_at_most": int(at_most.sum()),
+                           "n_tied": int((explore == greedy).sum()),
                            "share": float(at_most.mean()), "ci_low": float(low), "ci_high": float(high),
                            "verdict": verdict})
             for task in pd.unique(tasks):
                 here = tasks == task
                 gaps.append({"algo": algo, "task": task, "metric": metric,
                              "gap": float((explore[here] - greedy[here]).mean())})
-    return (pd.DataFrame(shares, columns=["algo", "metric", "n_conditions", "n_at_most", "share", "ci_low", "ci_high",
-                                          "verdict"]),
+    return (pd.DataFrame(shares, columns=["algo", "metric", "n_conditions", "n_at_most", "n_tied", "share", "ci_low",
+                                          "ci_high", "verdict"]),
             pd.DataFrame(gaps, columns=["algo", "task", "metric", "gap"]))
 
 
@@ -104,9 +107,11 @@ def threshold_claim(iqm: pd.DataFrame, thresholds, algos, margin: float = DEFAUL
     require_columns(iqm, ["algo", "phase", "metric", "iqm"], "iqm.csv")
     wide = iqm[iqm["algo"].isin(list(algos))].pivot_table(index=["algo", "phase"], columns="metric", values="iqm",
                                                            aggfunc="first", sort=False)
+    rows = []
+    if wide.empty:
+        return pd.DataFrame(rows, columns=THRESHOLD_COLUMNS)
     values = {m: wide[m].to_numpy(float) for m in wide.columns}
     base = tier_of(values, thresholds, validate=False)
-    rows = []
     for tier_name, limits in thresholds.items():
         for metric, limit in limits.items():
             for moved_to in (limit - margin, limit + margin):
@@ -120,8 +125,7 @@ def threshold_claim(iqm: pd.DataFrame, thresholds, algos, margin: float = DEFAUL
                     rows.append({"algo": algo, "phase": phase, "threshold": f"{tier_name}.{metric}", "configured": limit,
                                  "moved_to": moved_to, "iqm": values[metric][i], "tier": int(base[i]),
                                  "moved_tier": int(changed[i])})
-    return pd.DataFrame(rows, columns=["algo", "phase", "threshold", "configured", "moved_to", "iqm", "tier",
-                                       "moved_tier"])
+    return pd.DataFrame(rows, columns=THRESHOLD_COLUMNS)
 
 
 @dataclass
@@ -149,7 +153,7 @@ class Findings:
             for metric, rows in n.groupby("metric", sort=False):
                 counts = rows["verdict"].value_counts()
                 per = ", ".join(f"{r.algo} {r.share:.0%} [{r.ci_low:.0%}, {r.ci_high:.0%}] of {r.n_conditions}"
-                                for r in rows.itertuples())
+                                + (f" ({r.n_tied} tied)" if r.n_tied else "") for r in rows.itertuples())
                 parts.append(f"on {metric} it holds for {counts.get('holds', 0)}, is reversed for "
                              f"{counts.get('reversed', 0)} and undecided for {counts.get('undecided', 0)} of "
                              f"{len(rows)} algorithms (share of conditions with noise at most greedy, 95 % CI: {per})")

@@ -64,7 +64,7 @@ def test_noise_claim_share_ci_verdict_and_per_task_gap():
     assert s.loc[("safer_greedy", "Dnorm"), ["share", "ci_high"]].tolist() == [0.0, 0.0]
     assert s.loc[("safer_greedy", "Dnorm"), "verdict"] == "reversed"
     # the gap between phases is much larger than the seed jitter: resampling seeds never flips a condition
-    assert s.loc[("mixed", "V"), ["n_conditions", "n_at_most", "share"]].tolist() == [4, 2, 0.5]
+    assert s.loc[("mixed", "V"), ["n_conditions", "n_at_most", "n_tied", "share"]].tolist() == [4, 2, 0, 0.5]
     assert s.loc[("mixed", "V"), "verdict"] == "undecided"
     g = gaps.set_index(["algo", "task", "metric"])["gap"]
     assert g[("mixed", "goal", "V")] == pytest.approx(-0.4) and g[("mixed", "circle", "V")] == pytest.approx(0.4)
@@ -80,6 +80,10 @@ def test_noise_claim_ci_reflects_seed_spread():
     shares, _ = noise_claim(runs, ["a"], metrics=("V",), reps=2000, seed=1)
     row = shares.iloc[0]
     assert row["share"] == 1.0 and row["ci_low"] == 0.75 and row["ci_high"] == 1.0
+    assert row["n_tied"] == 4  # every condition's seed means are equal: "at most" holds by ties alone
+    assert "a 100% [75%, 100%] of 4 (4 tied)" in findings(
+        _tiers([("a", "train", 0, [1, 0, 0, 0, 0]), ("a", "final_greedy", 0, [1, 0, 0, 0, 0])]), runs,
+        pd.DataFrame(columns=["algo", "phase", "metric", "iqm"]), PAPER_THRESHOLDS, reps=2000, seed=1).sentences()[1]
 
 
 def test_threshold_claim_lists_only_tiers_a_small_move_changes():
