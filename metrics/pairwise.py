@@ -69,16 +69,22 @@ def probability_of_improvement(runs: pd.DataFrame, metrics=SAFETY_METRICS, reps:
     for phase in [p for p in PHASES if p in set(runs["phase"])]:
         here = runs[runs["phase"] == phase]
         algos = {a: AlgoRuns(rows, metrics, int(reps), int(seed), a, phase) for a, rows in here.groupby("algo", sort=True)}
-        for a, x in algos.items():
-            for b, y in algos.items():
-                got = None if a == b else pairwise_replicates(x, y)
+        names = list(algos)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                got = pairwise_replicates(algos[a], algos[b])
                 if got is None:
                     continue
                 point, replicates, n_strata = got
                 low, high = percentile_ci(replicates, axis=0)
-                out.append(pd.DataFrame({"phase": phase, "algo": a, "other": b, "metric": list(metrics), "p": point,
-                                         "ci_low": low, "ci_high": high, "n_strata": n_strata}))
-    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=COLUMNS)
+                # P(Y safer than X) = 1 - P(X safer than Y), replicate by replicate, so its interval mirrors
+                for x, y, p, lo, hi in ((a, b, point, low, high), (b, a, 1.0 - point, 1.0 - high, 1.0 - low)):
+                    out.append(pd.DataFrame({"phase": phase, "algo": x, "other": y, "metric": list(metrics), "p": p,
+                                             "ci_low": lo, "ci_high": hi, "n_strata": n_strata}))
+    if not out:
+        return pd.DataFrame(columns=COLUMNS)
+    return pd.concat(out, ignore_index=True).sort_values(["phase", "algo", "other"], key=lambda c: c.map(
+        PHASES.index) if c.name == "phase" else c, kind="stable").reset_index(drop=True)
 
 
 __all__ = ["AlgoRuns", "SAFETY_METRICS", "pairwise_replicates", "probability_of_improvement", "stratum_probability"]
