@@ -26,9 +26,16 @@ COLUMNS = ["phase", "algo", "other", "metric", "p", "ci_low", "ci_high", "n_stra
 
 
 def stratum_probability(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """P(a draw of x is below a draw of y), ties counting half: x (..., n, m), y (..., k, m) -> (..., m)."""
-    xs, ys = x[..., :, None, :], y[..., None, :, :]
-    return ((xs < ys) + 0.5 * (xs == ys)).mean(axis=(-3, -2))
+    """P(a draw of x is below a draw of y), ties counting half: x (..., n, m), y (..., k, m) with the same
+    leading shape -> (..., m).
+
+    By ranks rather than all n*k pairs (Mann-Whitney): with ties given their average rank, y's
+    rank sum minus k(k+1)/2 counts the pairs with x < y, ties half. Exact: the sums are halves."""
+    from scipy.stats import rankdata  # here: importing scipy.stats costs ~0.5 s (see bootstrap.iqm)
+
+    n, k = x.shape[-2], y.shape[-2]
+    ranks = rankdata(np.concatenate([x, y], axis=-2), axis=-2)
+    return (ranks[..., n:, :].sum(axis=-2) - k * (k + 1) / 2) / (n * k)
 
 
 class AlgoRuns:
