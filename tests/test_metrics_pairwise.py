@@ -90,3 +90,14 @@ def test_the_same_seed_gives_the_same_intervals_and_bad_input_is_named():
         probability_of_improvement(_runs().drop(columns="Dnorm_plus"))
     with pytest.raises(ValueError, match="reps must be >= 1"):
         probability_of_improvement(_runs(), reps=0)
+
+
+def test_rank_formula_equals_counting_every_pair_with_ties():
+    from metrics.pairwise import stratum_probability
+
+    rng = np.random.default_rng(5)
+    x, y = rng.integers(0, 4, (50, 7, 2)).astype(float), rng.integers(0, 4, (50, 3, 2)).astype(float)  # many ties
+    got = stratum_probability(x, y)
+    for r in range(50):
+        for m in range(2):
+            assert got[r, m] == _poi([x[r, :, m]], [y[r, :, m]])
