@@ -18,6 +18,7 @@ import pandas as pd
 from . import grid
 from .atomic import staged_directory
 from .bootstrap import draw_counts, group_rng, iqm, percentile_ci, stratified_draws, stratum_means
+from .dnorm_plus import check_definition, over_violating_seeds, training_over_violating_iterates
 from .schema import FINAL_PHASES, METRICS, RUN_KEYS, EpisodeTableError, MetricsWarning
 from .summary import Summary, check_finite, sort_frame
 
@@ -123,14 +124,21 @@ def _dense_histograms(runs: pd.DataFrame, histograms: pd.DataFrame) -> np.ndarra
     return dense
 
 
-def _group_results(algo, phase, rows, hist, reps, seed, estimator):
-    """Everything stage 2 computes for one (algo, phase): runs sorted by (task, bound, seed)."""
+def _group_results(algo, phase, rows, hist, reps, seed, estimator, violating_seeds_only=False):
+    """Everything stage 2 computes for one (algo, phase): runs sorted by (task, bound, seed).
+    violating_seeds_only: a condition's Dnorm+ is the mean over its violating seeds (metrics.dnorm_plus)."""
     strata = rows.groupby(["task", "bound"], sort=False).size()
     sizes = strata.to_numpy()
     values = rows[list(METRICS)].to_numpy(np.float64)
     draws = stratified_draws(sizes, reps, group_rng(seed, algo, phase))
     means = np.add.reduceat(values, np.concatenate([[0], np.cumsum(sizes)[:-1]]), axis=0) / sizes[:, None]
     rep_means = stratum_means(values, draws, sizes)  # (reps, S, m)
+    if violating_seeds_only:
+        j, violated = METRICS.index("Dnorm_plus"), (values[:, [METRICS.index("V")]] > 0).astype(np.float64)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        means[:, j] = over_violating_seeds(means[:, j], np.add.reduceat(violated, starts, axis=0)[:, 0] / sizes)
+        rep_means[:, :, j] = over_violating_seeds(rep_means[:, :, j], stratum_means(violated, draws, sizes)[:, :, 0])
+        rows = rows.assign(Dnorm_plus=rows["Dnorm_plus"].where(rows["V"] > 0))  # its std too: violating seeds only
     if estimator == "stratified":
         point, reps_iqm = iqm(means, axis=0), iqm(rep_means, axis=1)
     else:  # rliable's: IQM over all runs of all strata, pooled
@@ -182,8 +190,11 @@ def _group_results(algo, phase, rows, hist, reps, seed, estimator):
     return iqm_rows, boot, stats, cond_boot, cdf
 
 
-def aggregate(summary: Summary, reps: int = DEFAULT_REPS, seed: int = 0, estimator: str = "stratified") -> Aggregate:
-    """Stage 2 on a (concatenated) summary; see docs/metrics.md for every output's columns."""
+def aggregate(summary: Summary, reps: int = DEFAULT_REPS, seed: int = 0, estimator: str = "stratified",
+              dnorm_plus: str = "paper") -> Aggregate:
+    """Stage 2 on a (concatenated) summary; see docs/metrics.md for every output's columns.
+    dnorm_plus: "paper" (eq. 5 and 6) or "saferleval" (the paper's suite; metrics.dnorm_plus)."""
+    compat = check_definition(dnorm_plus) == "saferleval"
     if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}, not {estimator!r}")
     if int(reps) < 1 or int(seed) < 0:
@@ -192,17 +203,21 @@ def aggregate(summary: Summary, reps: int = DEFAULT_REPS, seed: int = 0, estimat
     if runs.empty:
         raise EpisodeTableError("no runs to aggregate")
     check_finite(runs)
+    if compat:
+        runs = training_over_violating_iterates(runs, summary.iterates)
     messages = check_strata(runs)
     dense = _dense_histograms(runs, summary.histograms)
 
     parts = []
     for (algo, phase), rows in runs.groupby(["algo", "phase"], sort=False):
-        parts.append(_group_results(algo, phase, rows, dense[rows.index.to_numpy()], int(reps), int(seed), estimator))
+        parts.append(_group_results(algo, phase, rows, dense[rows.index.to_numpy()], int(reps), int(seed), estimator,
+                                    compat and phase != "train"))
     iqm_df, boot, stats, cond_boot, cdf = (pd.concat(p, ignore_index=True) for p in zip(*parts))
     meta = {
         "reps": int(reps),
         "seed": int(seed),
         "estimator": estimator,
+        "dnorm_plus": dnorm_plus,
         "ci": "95 % percentile interval of the bootstrap replicates",
         "grid": grid.GRID_SPEC,
         "n_runs": int(runs[list(RUN_KEYS)].drop_duplicates().shape[0]),
@@ -212,7 +227,7 @@ def aggregate(summary: Summary, reps: int = DEFAULT_REPS, seed: int = 0, estimat
         iqm=iqm_df,
         bootstrap=boot,
         cdf=cdf,
-        run_metrics=sort_frame(summary.runs, list(RUN_KEYS) + ["phase"]),
+        run_metrics=sort_frame(runs, list(RUN_KEYS) + ["phase"]),
         condition_stats=sort_frame(stats, ["task", "bound", "algo", "phase"]),
         condition_bootstrap=sort_frame(cond_boot, ["task", "bound", "algo", "phase", "replicate"]),
         iterates=summary.iterates,

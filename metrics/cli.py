@@ -1,4 +1,5 @@
-"""Command line: ``python -m metrics {summarise,aggregate,tiers,evaluate,plan-seeds} ...`` (docs/metrics.md)."""
+"""Command line: ``python -m metrics {summarise,aggregate,tiers,evaluate,plan-seeds,compare,reference,from-saferleval} ...``
+(docs/metrics.md, docs/comparisons.md)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sys
 import warnings
 
 from .aggregate import DEFAULT_REPS, ESTIMATORS
+from .dnorm_plus import DEFINITIONS as DNORM_PLUS
+from .reference import ReferenceError
 from .schema import PHASES, EpisodeTableError, MetricsWarning, ThresholdError
 from .seeds import DEFAULT_K_MAX, DEFAULT_TARGET, FIGURE_FILE
 
@@ -22,7 +25,8 @@ def _aggregate(args):
     from .aggregate import aggregate, write_aggregate
     from .summary import read_summaries
 
-    write_aggregate(aggregate(read_summaries(args.summaries), args.reps, args.seed, args.estimator), args.out)
+    write_aggregate(aggregate(read_summaries(args.summaries), args.reps, args.seed, args.estimator, args.dnorm_plus),
+                    args.out)
 
 
 def _tiers(args):
@@ -34,7 +38,8 @@ def _tiers(args):
 def _evaluate(args):
     from .evaluate import evaluate
 
-    evaluate(args.episodes, args.out, args.reps, args.seed, args.thresholds, args.estimator, jobs=args.jobs)
+    evaluate(args.episodes, args.out, args.reps, args.seed, args.thresholds, args.estimator, jobs=args.jobs,
+             dnorm_plus=args.dnorm_plus)
 
 
 def _plan_seeds(args):
@@ -48,6 +53,47 @@ def _plan_seeds(args):
     print(needed_markdown(plan), end="")
 
 
+def _compare(args):
+    from .reference import compare, load_reference, read_results, summary_line
+
+    reference = load_reference(args.reference)
+    metrics, tiers = compare(*read_results(args.results), reference)
+    if args.out:
+        from .atomic import write_text
+
+        write_text(args.out, metrics.to_csv(index=False))
+    print(f"reference {reference['name']}: {reference['source']}")
+    for note in reference.get("notes") or []:
+        print(f"note: {note}")
+    print(metrics.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(tiers.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    print(summary_line(metrics, tiers, reference["name"]))
+
+
+def _reference(args):
+    import shlex
+
+    from .reference import make_reference, write_reference
+
+    words = [args.results, "--name", args.name, "--out", args.out, "--source", args.source]
+    command = "saferl-eval reference " + " ".join(shlex.quote(w) for w in words + (["--runs", args.runs] if args.runs else []))
+    write_reference(make_reference(args.results, args.name, args.source, command, args.runs), args.out)
+
+
+def _from_saferleval(args):
+    from .atomic import atomic_path
+    from .saferleval_csv import read_saferleval
+
+    episodes, notes = read_saferleval(args.files)
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    with atomic_path(args.out) as tmp:
+        if args.out.endswith(".parquet"):
+            episodes.to_parquet(tmp, index=False)
+        else:
+            episodes.to_csv(tmp, index=False)
+
+
 def _bootstrap_options(p):
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"bootstrap replicates B (default {DEFAULT_REPS})")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -57,6 +103,9 @@ def _bootstrap_options(p):
         default="stratified",
         help="stratified: IQM over (task, bound) of seed means (the paper's estimator); pooled: rliable's IQM over all runs",
     )
+    p.add_argument("--dnorm-plus", choices=DNORM_PLUS, default="paper",
+                   help="paper: Dnorm+ averaged as eq. 5 and 6 say (default); saferleval: as the paper's suite computes "
+                        "it (training: violating iterates only; final conditions: violating seeds only)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,6 +151,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, help="processes reading episode files (default 1)")
     p.add_argument("--no-figure", action="store_true", help=f"write the tables only, not {FIGURE_FILE}")
     p.set_defaults(func=_plan_seeds)
+
+    p = sub.add_parser("compare", help="a sweep's IQMs, CIs and tiers beside a reference's (is my result normal?)")
+    p.add_argument("results", help="folder with the sweep's iqm.csv and tiers.csv (written by `evaluate`, or results/metrics)")
+    p.add_argument("reference", help="a reference file, or the name of a shipped one (metrics/references/NAME.yaml)")
+    p.add_argument("--out", default=None, help="also write the per-metric comparison as CSV")
+    p.set_defaults(func=_compare)
+
+    p = sub.add_parser("reference", help="a reference file from a finished sweep's results (stamped with its code versions)")
+    p.add_argument("results", help="folder with iqm.csv, tiers.csv, conditions.csv and aggregate.json")
+    p.add_argument("--out", required=True, help="reference file to write (YAML)")
+    p.add_argument("--name", required=True, help="the reference's name (a preset's name for a shipped one)")
+    p.add_argument("--source", default="a sweep of saferl-eval", help="where the numbers come from")
+    p.add_argument("--runs", default=None, help="folder of the run folders, whose run.json files give the code versions")
+    p.set_defaults(func=_reference)
+
+    p = sub.add_parser("from-saferleval", help="the paper's suite's per-seed summary CSVs as an episode table")
+    p.add_argument("files", nargs="+", help="SafeRLEval *_summary.csv files, or folders of them")
+    p.add_argument("--out", required=True, help="episode table to write (.parquet or .csv)")
+    p.set_defaults(func=_from_saferleval)
     return parser
 
 
@@ -110,9 +178,9 @@ def _check_out(args) -> str | None:
     out = getattr(args, "out", None)
     if out is None or not os.path.exists(out):
         return None
-    if args.command == "summarise" and os.path.isdir(out):
-        return f"--out {out} is a folder; give the summary file to write"
-    if args.command != "summarise" and not os.path.isdir(out):
+    if args.command in ("summarise", "compare", "reference", "from-saferleval") and os.path.isdir(out):
+        return f"--out {out} is a folder; give the file to write"
+    if args.command not in ("summarise", "compare", "reference", "from-saferleval") and not os.path.isdir(out):
         return f"--out {out} is a file, not a folder"
     return None
 
@@ -143,7 +211,7 @@ def main(argv=None) -> int:
         warnings.showwarning = lambda message, *a, **k: print(f"warning: {message}", file=sys.stderr)
         try:
             args.func(args)
-        except (EpisodeTableError, ThresholdError) as err:
+        except (EpisodeTableError, ThresholdError, ReferenceError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         except (MemoryError, ValueError) as err:

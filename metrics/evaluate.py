@@ -12,7 +12,8 @@ from .tiers import TIER_FILES, assign_tiers
 
 
 def evaluate(
-    episode_paths, out_dir, reps: int = DEFAULT_REPS, seed: int = 0, thresholds_path=None, estimator="stratified", jobs: int = 1
+    episode_paths, out_dir, reps: int = DEFAULT_REPS, seed: int = 0, thresholds_path=None, estimator="stratified", jobs: int = 1,
+    dnorm_plus: str = "paper",
 ):
     """Summarise, aggregate and tier episode files; write stage 2's and stage 3's files to out_dir.
 
@@ -20,7 +21,8 @@ def evaluate(
     first so that a bad threshold file fails before any work; nothing is written on error.
     """
     thresholds = load_thresholds(thresholds_path)
-    result: Aggregate = aggregate(summarise(episode_paths, jobs=jobs), reps=reps, seed=seed, estimator=estimator)
+    result: Aggregate = aggregate(summarise(episode_paths, jobs=jobs), reps=reps, seed=seed, estimator=estimator,
+                                  dnorm_plus=dnorm_plus)
     tables = assign_tiers(result, thresholds)
     with staged_directory(out_dir) as stage:
         write_aggregate_files(result, stage)

@@ -14,12 +14,14 @@ pytest.importorskip("snakemake")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(REPO, "config", "presets", "tiny.yaml")) as _f:
     TASKS = yaml.safe_load(_f)["tasks"]
-FIGURES = ["figure1", "figure2", "figureA1", "figureA2", "figure_tier_sensitivity"] + \
+FIGURES = ["figure1", "figure2", "figureA1", "figureA2", "figure_tier_sensitivity", "figure_pairwise",
+           "figure_reference"] + \
     [f"figureA_{kind}_{t}" for kind in ("curves", "final") for t in TASKS]
-TABLES = ["table1", "tableA1", "table2", "tableA2", "tableA3"] + [f"tableA_task_{t}" for t in TASKS]
+TABLES = ["table1", "tableA1", "table2", "tableA2", "tableA3", "table_pairwise", "table_reference"] + \
+    [f"tableA_task_{t}" for t in TASKS]
 PRODUCT_RULES = {"figure1", "figure2", "figureA1", "figureA2_multipliers", "figure_tier_sensitivity",
                  "figureA_training_curves", "figureA_final_costs", "table1", "tableA1", "table2", "tableA2",
-                 "tableA3", "tableA_task"}
+                 "tableA3", "tableA_task", "table_pairwise", "figure_pairwise", "table_reference", "figure_reference"}
 
 
 def test_the_product_table_lists_every_product_once(tmp_path):

@@ -57,14 +57,30 @@ def product_html(path: str | os.PathLike, report_dir: str | os.PathLike) -> str:
     return f'<p><a href="{html.escape(rel)}">{html.escape(path.name)}</a></p>'
 
 
+def findings_html(found) -> str:
+    """The Findings section: a sentence per claim of the paper, then the numbers behind them."""
+    items = "".join(f"<li>{html.escape(s)}</li>" for s in found.sentences())
+    tables = [("Claim (1): final greedy tier vs training tier", found.tiers),
+              ("Claim (2): share of conditions with noise at most greedy (95 % CI)", found.noise),
+              ("Claim (2): mean noise-minus-greedy gap per task (negative: noise safer)", found.gaps),
+              (f"Claim (3): tiers a move of {found.margin:g} in one threshold changes", found.thresholds)]
+    body = "".join(f"<h3>{html.escape(title)}</h3>"
+                   + (df.to_html(index=False, float_format=lambda x: f"{x:.4g}", border=0) if len(df) else "<p>none</p>")
+                   for title, df in tables)
+    return ("<h2>Findings</h2><p>The paper's findings checked on this sweep, per constrained algorithm "
+            "(the unconstrained baseline left out):</p><ul>" + items + "</ul>" + body)
+
+
 def render(config: Mapping, iqm: str, tiers: str, conditions: str, products: Iterable[str],
-           report_dir: str) -> str:
+           report_dir: str, findings=None) -> str:
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>saferl-eval report</title>"
              f"<style>{STYLE}</style></head><body><h1>saferl-eval sweep report</h1>"]
     grid = (f"{len(config['tasks'])} tasks x {len(config['bounds'])} bounds x "
             f"{len(config['algos'])} algorithms x {len(config['seeds'])} seeds")
     parts.append(f"<p>preset <b>{html.escape(str(config.get('preset')))}</b>, backend "
                  f"{html.escape(config['backend'])}, {grid}</p>")
+    if findings is not None:
+        parts.append(findings_html(findings))
     parts.append("<h2>Safety tiers</h2>" + _csv_html(tiers))
     parts.append("<h2>IQM over tasks and bounds</h2>" + _csv_html(iqm))
     parts.append("<h2>Per condition</h2>" + _csv_html(conditions))
@@ -80,9 +96,10 @@ def render(config: Mapping, iqm: str, tiers: str, conditions: str, products: Ite
 
 
 def write_report(out: str, *, config: Mapping, iqm: str, tiers: str, conditions: str,
-                 products: Iterable[str]) -> None:
+                 products: Iterable[str], findings=None) -> None:
+    """`findings`: metrics.findings.Findings for the sweep, shown as the Findings section."""
     report_dir = os.path.dirname(os.path.abspath(out))
-    write_text(out, render(config, iqm, tiers, conditions, products, report_dir))
+    write_text(out, render(config, iqm, tiers, conditions, products, report_dir, findings))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -45,11 +45,12 @@ class SweepFiles:
 
     aggregate / tiers: the engine's stage-2 / stage-3 files by name; thresholds: the
     configured thresholds as written for the tiers step; runs(name, task=None): a file of
-    every run (of one task)."""
+    every run (of one task); preset: the sweep's preset name."""
     aggregate: dict
     tiers: dict
     thresholds: str
     runs: Callable[..., list]
+    preset: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,8 @@ PRODUCT_DIRS = {_registry.FIGURE: FIGURES_DIR, _registry.TABLE: TABLES_DIR}
 
 SWEEP_FILES = _registry.SweepFiles(
     aggregate=AGGREGATE_FILES, tiers=TIER_FILES, thresholds=THRESHOLDS_FILE,
-    runs=lambda name, task=None: [run_path(name, **r) for r in selected_run_ids() if task is None or r["task"] == task])
+    runs=lambda name, task=None: [run_path(name, **r) for r in selected_run_ids() if task is None or r["task"] == task],
+    preset=str(CFG.get("preset") or ""))
 
 PRODUCT_TARGETS += _registry.targets(PRODUCT_DIRS, TASKS)
 

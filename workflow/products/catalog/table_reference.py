@@ -1,0 +1,33 @@
+"""The sweep beside the reference shipped for its preset (metrics/references/), as a table."""
+from workflow.products.registry import ALL_PHASES, Product, TABLE
+
+
+def inputs(files, wildcards):
+    from metrics.reference import shipped_path
+
+    reference = shipped_path(files.preset) if files.preset else None
+    found = {"reference": str(reference)} if reference is not None and reference.exists() else {}
+    return {"iqm": files.aggregate["iqm"], "tiers": files.tiers["tiers"], **found}
+
+
+def build(inputs, outputs, settings, wildcards):
+    from workflow.products.reference_view import read_comparison, reference_table
+    from workflow.products.sweep_io import save
+
+    ref, got, tiers = read_comparison(inputs)
+    return save(reference_table(ref, got, tiers), outputs)
+
+
+CAPTION = """
+**Is this sweep normal? Its results beside the reference shipped for its preset** (the `paper` preset's is the
+paper's published values; the built-in presets' are our own reference sweeps, each stamped with the code
+version that made it; without one the table says so).
+
+- Per phase and algorithm, for each metric the reference gives: this sweep's IQM over (task, bound)
+  conditions with its 95 % stratified-bootstrap interval, and the reference's value; **bold** where the
+  reference lies outside the interval.
+- The tier on each side (this sweep's with P(tier), the share of bootstrap replicates in it); **bold** where
+  they differ. The notes carry the reference's source and any known caveat.
+"""
+
+PRODUCT = Product(kind=TABLE, category=ALL_PHASES, caption=CAPTION, inputs=inputs, build=build)
