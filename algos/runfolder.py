@@ -121,7 +121,10 @@ def _remember(folder: Path, name: str, st: os.stat_result, sha256: str) -> None:
     saving: a folder that cannot be written (read-only results) is hashed again next time."""
     path = folder / layout.VERIFIED
     seen = read_json(path) or {}
-    seen[name] = {"sha256": sha256, "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+    note = {"sha256": sha256, "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+    if seen.get(name) == note:  # `--verify` again: nothing new to note
+        return
+    seen[name] = note
     try:
         write_json(str(path), seen)
     except OSError:

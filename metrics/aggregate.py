@@ -18,6 +18,7 @@ import pandas as pd
 from . import grid
 from .atomic import staged_directory
 from .bootstrap import draw_counts, group_rng, iqm, percentile_ci, stratified_draws, stratum_means
+from .safe_text import csv_safe
 from .schema import FINAL_PHASES, METRICS, RUN_KEYS, EpisodeTableError, MetricsWarning
 from .summary import Summary, check_finite, sort_frame
 
@@ -227,7 +228,7 @@ def write_aggregate_files(result: Aggregate, folder) -> None:
         df = getattr(result, name)
         path = os.path.join(folder, filename)
         if filename.endswith(".csv"):
-            df.to_csv(path, index=False)
+            csv_safe(df).to_csv(path, index=False)
         else:
             df.to_parquet(path, index=False)
     with open(os.path.join(folder, META_FILE), "w") as fh:

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from .aggregate import DEFAULT_REPS, check_strata
 from .atomic import staged_directory
 from .bootstrap import group_rng, iqm, percentile_ci, stratified_draws, stratum_means
+from .safe_text import csv_safe, markdown_cell
 from .schema import METRICS, PHASES, RUN_KEYS, EpisodeTableError, MetricsWarning, require_columns
 from .summary import _META_KEY, check_finite, read_summary, sort_frame, summarise
 from .thresholds import load_thresholds, tier_of, validate_thresholds
@@ -283,7 +284,7 @@ def needed_markdown(plan: SeedPlan) -> str:
             how = f"{row.k_needed} (settled now)"
         else:
             how = f"{row.k_needed} ({'extrapolated' if row.k_needed_extrapolated else 'resampled'})"
-        lines.append(f"| {row.algo} | {row.phase} | {row.k_have} | {row.tier} | {row.p_tier:.3f} | {how} |")
+        lines.append(f"| {markdown_cell(row.algo)} | {markdown_cell(row.phase)} | {row.k_have} | {row.tier} | {row.p_tier:.3f} | {how} |")
     return "\n".join(lines) + "\n"
 
 
@@ -292,8 +293,8 @@ def write_plan(plan: SeedPlan, out_dir, figure: bool = True) -> list:
     or nothing. Returns the file names written; without matplotlib the figure is skipped with
     a MetricsWarning (the base install has no matplotlib)."""
     with staged_directory(out_dir) as stage:
-        plan.table.to_csv(os.path.join(stage, PLAN_FILES["table"]), index=False)
-        plan.needed.to_csv(os.path.join(stage, PLAN_FILES["needed"]), index=False)
+        csv_safe(plan.table).to_csv(os.path.join(stage, PLAN_FILES["table"]), index=False)
+        csv_safe(plan.needed).to_csv(os.path.join(stage, PLAN_FILES["needed"]), index=False)
         with open(os.path.join(stage, PLAN_FILES["markdown"]), "w", encoding="utf-8") as fh:
             fh.write(needed_markdown(plan))
         with open(os.path.join(stage, PLAN_FILES["meta"]), "w") as fh:
