@@ -34,6 +34,7 @@ from .summary import _META_KEY, check_finite, read_summary, sort_frame, summaris
 from .thresholds import load_thresholds, tier_of, validate_thresholds
 
 DEFAULT_K_MAX = 30
+MAX_K = 1000  # seeds per stratum worth planning for; past this a k_max is a typo (it would run for hours)
 DEFAULT_TARGET = 0.9
 PLAN_FILES = {"table": "plan.csv", "needed": "needed.csv", "markdown": "needed.md", "meta": "plan.json"}
 FIGURE_FILE = "seed_planning.png"
@@ -64,6 +65,8 @@ def _check_settings(k_max, target, reps, seed, phases) -> tuple:
     """The phases to plan (None: all); raises ValueError naming the bad setting."""
     if isinstance(k_max, bool) or int(k_max) != k_max or k_max < 2:
         raise ValueError(f"k_max must be an integer >= 2 (got {k_max!r}): K = 1 seed has no spread to plan with")
+    if k_max > MAX_K:
+        raise ValueError(f"k_max must be <= {MAX_K} (got {k_max!r})")
     if not 0 < target <= 1:
         raise ValueError(f"target must be a probability in (0, 1] (got {target!r})")
     if int(reps) < 1 or int(seed) < 0:

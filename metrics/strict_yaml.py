@@ -61,6 +61,8 @@ def read_text(path) -> str:
             raise FileError(f"{name}: {st.st_size:,} bytes, more than a config file holds ({MAX_BYTES:,})")
         with open(name, "rb") as f:
             data = f.read(MAX_BYTES + 1)
+    except FileError:
+        raise
     except OSError as err:
         raise FileError(f"{name}: cannot read: {err.strerror or err}") from None
     except ValueError as err:  # a NUL in the path
@@ -79,6 +81,8 @@ def load_text(text: str, name: str):
         raise FileError(f"{name}: not valid YAML: {' '.join(str(err).split())}") from None
     except RecursionError:
         raise FileError(f"{name}: nested too deeply to be a config file") from None
+    except ValueError as err:  # an integer past Python's 4300-digit conversion limit
+        raise FileError(f"{name}: not a usable value: {str(err).split(';')[0]}") from None
 
 
 def load_file(path) -> object:

@@ -21,7 +21,6 @@ prints the resolved configuration or the error.
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import math
@@ -287,7 +286,7 @@ def _load_mapping(path: Path) -> dict:
     if data is None:  # only comments: nothing differs
         return {}
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{path}: expected a mapping of config keys")
+        raise ConfigError(f"{path}: expected a mapping of config keys, got {type(data).__name__}")
     return dict(data)
 
 
@@ -336,21 +335,33 @@ def parse_overrides(items: list[str], flag: str = "--set") -> dict:
         *parents, leaf = key.split(".")
         for part in parents:
             node = node.setdefault(part, {})
-        node[leaf] = yaml.safe_load(raw)
+            if not isinstance(node, dict):
+                raise ConfigError(f"{flag} {item!r}: {part!r} is set to a value above, not a mapping")
+        try:
+            node[leaf] = strict_yaml.load(raw)
+        except (yaml.YAMLError, ValueError, RecursionError) as err:
+            raise ConfigError(f"{flag} {item!r}: the value is not valid YAML: {' '.join(str(err).split())}") from None
     return out
 
 
+def load_user_config(path) -> dict:
+    """A user's config file (config/config.yaml's form): a mapping of config keys, or nothing."""
+    return _load_mapping(Path(path))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from metrics.cli import OneLineParser, one_line
+
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("config", nargs="?", default=str(DEFAULT_CONFIG))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a key (dots for nesting), e.g. --set preset=tiny")
     args = parser.parse_args(argv)
     try:
-        user = _load_yaml(Path(args.config)) or {}
+        user = load_user_config(args.config)
         resolved = resolve(deep_merge(user, parse_overrides(args.set)))
-    except (ConfigError, OSError) as e:
-        print(f"invalid configuration: {e}", file=sys.stderr)
+    except ConfigError as e:
+        print(f"invalid configuration: {one_line(e)}", file=sys.stderr)
         return 1
     specs = resolved.pop("specs")
     json.dump(resolved, sys.stdout, indent=2)
