@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,17 @@ def test_planning_a_finished_tiny_sweep_hashes_nothing(tiny_sweep, tmp_path, has
     cfg = cv.resolve({"preset": "tiny"})
     assert all(not p.pending for p in packs.plan(cfg, sweep))
     assert hashes == []
+
+
+def test_the_plan_status_benchmark_runs_and_prints_each_call(tmp_path):
+    repo = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, str(repo / "benchmarks" / "plan_status_scale.py"), "--seeds", "1",
+                           "--episodes", "300", "--keep", str(tmp_path / "sweep")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("48 runs x 300 episodes")
+    assert [line.split()[:2] for line in lines[2:]] == [["plan", "before"], ["plan", "after"], ["status", "before"],
+                                                       ["status", "after"], ["status", "--verify"]]
+    runs = list((tmp_path / "sweep" / run_layout.RUNS_ROOT).glob("*/*/*/*"))
+    assert len(runs) == 48 and all((r / run_layout.VERIFIED).exists() for r in runs)
