@@ -307,3 +307,18 @@ def test_workflow_outputs_are_written_whole_with_the_usual_mode(tmp_path):
     os.umask(mask)
     assert (tmp_path / "sub" / "out.txt").stat().st_mode & 0o777 == 0o666 & ~mask
     assert [p.name for p in (tmp_path / "sub").iterdir()] == ["out.txt"]  # no temp file left
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--preset", "bogus"], "config key 'preset': 'bogus' is not one of"),
+    (["--preset", "tiny", "--", "-n", "--config", "seeds=0"], "config key 'seeds': 0 is not valid"),
+    (["--", "--configfile", "MISSING.yaml", "-n"], "none.yaml: cannot read: No such file"),
+])
+def test_launcher_refuses_a_bad_config_before_submitting(tmp_path, capsys, args, words):
+    args = [a.replace("MISSING.yaml", str(tmp_path / "none.yaml")) for a in args]
+    folder = tmp_path / "launcher"
+    rc = launch.main(["--profile", str(REPO / "cluster_profiles" / "local"), "--cluster", "debug",
+                      "--folder", str(folder), *args])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.startswith("invalid configuration: ") and words in err and err.count("\n") == 1
+    assert not folder.exists()  # nothing submitted
