@@ -29,6 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from algos import runfolder  # noqa: E402
+from algos.trace_schema import TRACE_COLUMNS  # noqa: E402
 from metrics import episode_table, run_layout  # noqa: E402
 from workflow import config_validation as cv  # noqa: E402
 from workflow import packs, status  # noqa: E402
@@ -49,7 +50,7 @@ def write_run(folder: Path, spec: dict, episodes: int, rng) -> None:
                                                  rng.normal(size=(1, N_ENVS)), rng.exponential(c["bound"], (1, N_ENVS)),
                                                  np.full((1, N_ENVS), 2000)))
     table = episode_table.episodes_table(blocks)
-    trace = runfolder.trace_table({name: rng.normal(size=n_iter) for name in runfolder.TRACE_COLUMNS})
+    trace = runfolder.trace_table({name: rng.normal(size=n_iter) for name in TRACE_COLUMNS})
     folder.mkdir(parents=True, exist_ok=True)
     runfolder.write_parquet(str(folder / run_layout.EPISODES), table)
     runfolder.write_parquet(str(folder / run_layout.TRACE), trace)
