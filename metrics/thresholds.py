@@ -35,7 +35,10 @@ LIMIT_RANGES = {"V": (0.0, 1.0), "Dnorm": (-math.inf, math.inf), "Dnorm_plus": (
 
 def shown(value, width: int = 40) -> str:
     """repr of a value for an error message, cut to `width` characters (a 400-digit int)."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's 4300-digit conversion limit
+        return f"an integer of {value.bit_length():,} bits"
     return text if len(text) <= width else f"{text[:width - 5]}...{text[-2:]}"
 
 
@@ -119,7 +122,9 @@ def _read(path: str):
     text = strict_yaml.read_text(path)
     try:
         return json.loads(text, object_pairs_hook=lambda pairs: _json_object(pairs, path))
-    except (json.JSONDecodeError, RecursionError):
+    except strict_yaml.FileError:  # a repeated key
+        raise
+    except (ValueError, RecursionError):  # not JSON (or a number JSON cannot hold): YAML's error then
         return strict_yaml.load_text(text, path)
 
 

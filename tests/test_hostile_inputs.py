@@ -164,6 +164,7 @@ def test_thresholds_files_that_are_no_file_or_no_yaml(tmp_path, episodes_file):
         ("dup.json", '{"minimal": {}, "minimal": {}}', ["dup.json: duplicate key 'minimal'"]),
         ("list.yaml", "- minimal\n", ["list.yaml: key '<top level>': expected a mapping"]),
         ("deep.json", "[" * 100_000 + "]" * 100_000, ["deep.json: nested too deeply"]),
+        ("huge.json", '{"minimal": {"Dnorm": ' + "9" * 5000 + "}}", ["huge.json: not a usable value", "5000 digits"]),
     ]:
         (tmp_path / name).write_text(content)
         tiers_with(tmp_path / name, *words)

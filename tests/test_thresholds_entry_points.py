@@ -108,6 +108,11 @@ def test_a_bad_threshold_gets_the_same_error_from_file_config_and_api(tier, metr
     assert _problem(out.err.strip(), field).replace("'thresholds.", "'") == api_problem
 
 
+def test_an_integer_too_long_to_print_is_named_by_its_size():
+    with pytest.raises(ThresholdError, match=r"^thresholds key 'moderate.V': an integer of 16,610 bits must be a finite"):
+        validate_thresholds({**PAPER_THRESHOLDS, "moderate": {"V": 10 ** 5000}})
+
+
 def test_good_thresholds_read_the_same_from_a_file_the_config_and_the_api(tmp_path):
     moved = {**PAPER_THRESHOLDS, "moderate": {"V": 0.4}, "strict": {"V": 0, "Dnorm_plus": -0.0}}
     path = tmp_path / "t.yaml"
