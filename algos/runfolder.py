@@ -108,7 +108,31 @@ def _sha256(path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def _table_problem(path: Path, record: dict | None, rows: int | None, verify: bool) -> str | None:
+def _unchanged(record: dict, seen: dict | None, st: os.stat_result) -> bool:
+    """Whether a table's stat shows it as it was when last hashed: at run.json's mtime, or at
+    the mtime verified.json noted when the same bytes last hashed (after Snakemake's touch)."""
+    if st.st_mtime_ns == record.get("mtime_ns"):
+        return True
+    return seen == {"sha256": record.get("sha256"), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _remember(folder: Path, name: str, st: os.stat_result, sha256: str) -> None:
+    """Note in verified.json that `name` hashed to `sha256` at this size and mtime. Only a
+    saving: a folder that cannot be written (read-only results) is hashed again next time."""
+    path = folder / layout.VERIFIED
+    seen = read_json(path) or {}
+    note = {"sha256": sha256, "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+    if seen.get(name) == note:  # `--verify` again: nothing new to note
+        return
+    seen[name] = note
+    try:
+        write_json(str(path), seen)
+    except OSError:
+        pass
+
+
+def _table_problem(path: Path, record: dict | None, rows: int | None, verify: bool,
+                   seen: dict | None = None) -> str | None:
     """What is wrong with one table against run.json's record of it, or None."""
     name = path.name
     if not path.exists():
@@ -123,10 +147,16 @@ def _table_problem(path: Path, record: dict | None, rows: int | None, verify: bo
     want = record.get("rows") if record is not None else rows
     if want is not None and want != n:
         return f"{name} has {n} rows, {layout.RUN_JSON} recorded {want}"
-    if record is not None and (verify or st.st_mtime_ns != record.get("mtime_ns")):
+    if record is not None and (verify or not _unchanged(record, seen, st)):
         if _sha256(path) != record.get("sha256"):
             return f"{name} is damaged (its sha256 differs from the one {layout.RUN_JSON} recorded)"
+        _remember(path.parent, name, st, record["sha256"])
     return None
+
+
+def _mapping(value) -> dict:
+    """A run.json field that should be a mapping; anything else (a hand-edited file) as empty."""
+    return value if isinstance(value, dict) else {}
 
 
 def incomplete_reason(folder: str | os.PathLike, verify: bool = False) -> str | None:
@@ -134,9 +164,11 @@ def incomplete_reason(folder: str | os.PathLike, verify: bool = False) -> str | 
 
     Complete: run.json says `complete`, and each table it vouches for is present, readable,
     and has the size, row count and sha256 that run.json recorded. The hash is checked when
-    the file's mtime is not the one recorded (any rewrite, bit flip or truncation moves it),
-    or always with `verify` (the summarise step, `workflow.status --verify`); so planning a
-    sweep reads only the footers of unchanged files. run.json of older versions records row
+    the file's mtime is neither the one run.json recorded nor one at which the same bytes
+    hashed before (verified.json: Snakemake touches outputs after a job, and the summarise
+    step's hash notes the touched mtime), or always with `verify` (the summarise step,
+    `workflow.status --verify`). Any rewrite, bit flip or truncation moves the mtime, so
+    planning a sweep reads only the footers of unchanged files. run.json of older versions records row
     counts only: then the tables need to be readable with those counts.
     """
     folder = Path(folder)
@@ -145,9 +177,13 @@ def incomplete_reason(folder: str | os.PathLike, verify: bool = False) -> str | 
     meta = read_run_json(folder)
     if meta is None or meta.get("complete") is not True:
         return f"{layout.RUN_JSON} unreadable or not marked complete"
-    files, rows = meta.get("files") or {}, meta.get("rows") or {}
+    files, rows = _mapping(meta.get("files")), _mapping(meta.get("rows"))
+    seen = read_json(folder / layout.VERIFIED) or {}
     for name in (layout.EPISODES, layout.TRACE):
-        problem = _table_problem(folder / name, files.get(name), rows.get(name), verify)
+        record = files.get(name)
+        if record is not None and not isinstance(record, dict):
+            return f"{layout.RUN_JSON} field 'files.{name}' is not a record ({type(record).__name__})"
+        problem = _table_problem(folder / name, record, rows.get(name), verify, seen.get(name))
         if problem is not None:
             return problem
     return None

@@ -19,6 +19,7 @@ from . import grid
 from .atomic import staged_directory
 from .bootstrap import draw_counts, group_rng, iqm, percentile_ci, stratified_draws, stratum_means
 from .dnorm_plus import check_definition, over_violating_seeds, training_over_violating_iterates
+from .safe_text import csv_safe
 from .schema import FINAL_PHASES, METRICS, RUN_KEYS, EpisodeTableError, MetricsWarning
 from .summary import Summary, check_finite, sort_frame
 
@@ -242,7 +243,7 @@ def write_aggregate_files(result: Aggregate, folder) -> None:
         df = getattr(result, name)
         path = os.path.join(folder, filename)
         if filename.endswith(".csv"):
-            df.to_csv(path, index=False)
+            csv_safe(df).to_csv(path, index=False)
         else:
             df.to_parquet(path, index=False)
     with open(os.path.join(folder, META_FILE), "w") as fh:

@@ -12,7 +12,7 @@ from .aggregate import DEFAULT_REPS, ESTIMATORS
 from .dnorm_plus import DEFINITIONS as DNORM_PLUS
 from .reference import ReferenceError
 from .schema import PHASES, EpisodeTableError, MetricsWarning, ThresholdError
-from .seeds import DEFAULT_K_MAX, DEFAULT_TARGET, FIGURE_FILE
+from .seeds import DEFAULT_K_MAX, DEFAULT_TARGET, FIGURE_FILE, MAX_K
 
 
 def _summarise(args):
@@ -108,8 +108,20 @@ def _bootstrap_options(p):
                         "it (training: violating iterates only; final conditions: violating seeds only)")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2), not the usage text first."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see --help)\n")
+
+
+def one_line(text) -> str:
+    """A message on one line, whatever a name or path in it holds (a newline, a NUL)."""
+    return str(text).replace("\r", "\\r").replace("\n", "\\n").replace("\0", "\\0")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m metrics", description=__doc__)
+    parser = OneLineParser(prog="python -m metrics", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("summarise", help="stage 1: validate episode files and write one per-run summary file")
@@ -191,6 +203,8 @@ def _check_plan(args) -> str | None:
         return None
     if args.k_max < 2:
         return f"--k-max must be >= 2 (got {args.k_max}): one seed per stratum has no spread to plan with"
+    if args.k_max > MAX_K:
+        return f"--k-max must be <= {MAX_K} (got {args.k_max})"
     if not 0 < args.target <= 1:
         return f"--target must be a probability in (0, 1] (got {args.target:g})"
     return None
@@ -203,16 +217,16 @@ def main(argv=None) -> int:
         return 2
     problem = _check_out(args) or _check_plan(args)
     if problem:
-        print(f"error: {problem}", file=sys.stderr)
+        print(f"error: {one_line(problem)}", file=sys.stderr)
         return 2
     with warnings.catch_warnings():
         warnings.simplefilter("always", MetricsWarning)
         # catch_warnings restores showwarning afterwards
-        warnings.showwarning = lambda message, *a, **k: print(f"warning: {message}", file=sys.stderr)
+        warnings.showwarning = lambda message, *a, **k: print(f"warning: {one_line(message)}", file=sys.stderr)
         try:
             args.func(args)
         except (EpisodeTableError, ThresholdError, ReferenceError) as err:
-            print(f"error: {err}", file=sys.stderr)
+            print(f"error: {one_line(err)}", file=sys.stderr)
             return 2
         except (MemoryError, ValueError) as err:
             if not isinstance(err, MemoryError) and "dimension" not in str(err):
@@ -223,6 +237,6 @@ def main(argv=None) -> int:
                      if reps is not None else ""), file=sys.stderr)
             return 2
         except OSError as err:
-            print(f"error: {err}", file=sys.stderr)
+            print(f"error: {one_line(err)}", file=sys.stderr)
             return 2
     return 0

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 from .aggregate import DEFAULT_REPS, Aggregate, aggregate, write_aggregate_files
 from .atomic import staged_directory
 from .summary import summarise
 from .thresholds import load_thresholds
-from .tiers import TIER_FILES, assign_tiers
+from .tiers import assign_tiers, write_tier_files
 
 
 def evaluate(
@@ -26,6 +24,5 @@ def evaluate(
     tables = assign_tiers(result, thresholds)
     with staged_directory(out_dir) as stage:
         write_aggregate_files(result, stage)
-        for name, filename in TIER_FILES.items():
-            tables[name].to_csv(os.path.join(stage, filename), index=False)
+        write_tier_files(tables, stage)
     return result, tables

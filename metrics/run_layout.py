@@ -7,6 +7,8 @@ A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` holds
 - `run.json`: written last by the trainer; it vouches for the two tables (algos.runfolder
   writes it and says when a folder is complete);
 - `summary.parquet`: stage 1 of the metrics (the workflow's summarise rule);
+- `verified.json`: the size and mtime at which each table last hashed to run.json's sha256
+  (Snakemake touches a job's outputs after it ends, so run.json's mtimes are older);
 - `checkpoint/`: while a run is interrupted (algos.checkpoint);
 - `progress.json`: while a run trains, its updates done, rate and time left (algos.pack);
 - `job.json`: the job marker and lock: who runs (or last ran) this folder (algos.runlock);
@@ -37,6 +39,7 @@ CHECKPOINT_DIR = "checkpoint"
 PROGRESS = "progress.json"
 JOB_MARKER = "job.json"
 FAILURE_RECORD = "failure.json"
+VERIFIED = "verified.json"
 # What the path pieces may look like (Snakemake wildcard constraints use the same patterns).
 WILDCARD_PATTERNS = {"task": r"[a-z][a-z0-9_]*", "bound": r"[0-9]+(\.[0-9]+)?",
                      "algo": r"[a-z][a-z0-9_]*", "seed": r"[0-9]+"}

@@ -28,11 +28,13 @@ import pyarrow.parquet as pq
 from .aggregate import DEFAULT_REPS, check_strata
 from .atomic import staged_directory
 from .bootstrap import group_rng, iqm, percentile_ci, stratified_draws, stratum_means
+from .safe_text import csv_safe, markdown_cell
 from .schema import METRICS, PHASES, RUN_KEYS, EpisodeTableError, MetricsWarning, require_columns
 from .summary import _META_KEY, check_finite, read_summary, sort_frame, summarise
 from .thresholds import load_thresholds, tier_of, validate_thresholds
 
 DEFAULT_K_MAX = 30
+MAX_K = 1000  # seeds per stratum worth planning for; past this a k_max is a typo (it would run for hours)
 DEFAULT_TARGET = 0.9
 PLAN_FILES = {"table": "plan.csv", "needed": "needed.csv", "markdown": "needed.md", "meta": "plan.json"}
 FIGURE_FILE = "seed_planning.png"
@@ -63,6 +65,8 @@ def _check_settings(k_max, target, reps, seed, phases) -> tuple:
     """The phases to plan (None: all); raises ValueError naming the bad setting."""
     if isinstance(k_max, bool) or int(k_max) != k_max or k_max < 2:
         raise ValueError(f"k_max must be an integer >= 2 (got {k_max!r}): K = 1 seed has no spread to plan with")
+    if k_max > MAX_K:
+        raise ValueError(f"k_max must be <= {MAX_K} (got {k_max!r})")
     if not 0 < target <= 1:
         raise ValueError(f"target must be a probability in (0, 1] (got {target!r})")
     if int(reps) < 1 or int(seed) < 0:
@@ -283,7 +287,7 @@ def needed_markdown(plan: SeedPlan) -> str:
             how = f"{row.k_needed} (settled now)"
         else:
             how = f"{row.k_needed} ({'extrapolated' if row.k_needed_extrapolated else 'resampled'})"
-        lines.append(f"| {row.algo} | {row.phase} | {row.k_have} | {row.tier} | {row.p_tier:.3f} | {how} |")
+        lines.append(f"| {markdown_cell(row.algo)} | {markdown_cell(row.phase)} | {row.k_have} | {row.tier} | {row.p_tier:.3f} | {how} |")
     return "\n".join(lines) + "\n"
 
 
@@ -292,8 +296,8 @@ def write_plan(plan: SeedPlan, out_dir, figure: bool = True) -> list:
     or nothing. Returns the file names written; without matplotlib the figure is skipped with
     a MetricsWarning (the base install has no matplotlib)."""
     with staged_directory(out_dir) as stage:
-        plan.table.to_csv(os.path.join(stage, PLAN_FILES["table"]), index=False)
-        plan.needed.to_csv(os.path.join(stage, PLAN_FILES["needed"]), index=False)
+        csv_safe(plan.table).to_csv(os.path.join(stage, PLAN_FILES["table"]), index=False)
+        csv_safe(plan.needed).to_csv(os.path.join(stage, PLAN_FILES["needed"]), index=False)
         with open(os.path.join(stage, PLAN_FILES["markdown"]), "w", encoding="utf-8") as fh:
             fh.write(needed_markdown(plan))
         with open(os.path.join(stage, PLAN_FILES["meta"]), "w") as fh:

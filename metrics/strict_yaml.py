@@ -1,12 +1,23 @@
 """YAML reading that refuses a mapping with a repeated key (PyYAML keeps the last value
-silently, so a config or thresholds file with a key written twice would lose one of them)."""
+silently, so a config or thresholds file with a key written twice would lose one of them),
+and reading of small text files a user names (a config or thresholds file) that ends in one
+line naming the file, never a traceback or a hang."""
 from __future__ import annotations
 
+import os
+import stat
+
 import yaml
+
+MAX_BYTES = 1 << 20  # a config or thresholds file is a few hundred bytes; past this it is the wrong file
 
 
 class DuplicateKeyError(yaml.YAMLError):
     """A mapping names one key twice; the message gives the key and both lines."""
+
+
+class FileError(ValueError):
+    """A config or thresholds file cannot be read as YAML; the message names the file and why."""
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -17,9 +28,13 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) 
     seen = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=True)
-        if key in seen:
+        try:
+            first = seen.get(key)
+        except TypeError:  # a list or mapping as a key: yaml's own message says so
+            return loader.construct_mapping(node, deep=deep)
+        if first is not None:
             raise DuplicateKeyError(f"duplicate key {key!r} on line {key_node.start_mark.line + 1} "
-                                    f"(first on line {seen[key] + 1})")
+                                    f"(first on line {first + 1})")
         seen[key] = key_node.start_mark.line
     return loader.construct_mapping(node, deep=deep)
 
@@ -32,6 +47,44 @@ def load(stream):
     return yaml.load(stream, Loader=_StrictLoader)
 
 
+def read_text(path) -> str:
+    """The UTF-8 text of a small regular file; FileError naming the file otherwise (a folder, a
+    FIFO or device that would block or never end, a file past MAX_BYTES, bytes that are not UTF-8)."""
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+        if stat.S_ISDIR(st.st_mode):
+            raise FileError(f"{name}: is a folder, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise FileError(f"{name}: not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise FileError(f"{name}: {st.st_size:,} bytes, more than a config file holds ({MAX_BYTES:,})")
+        with open(name, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except FileError:
+        raise
+    except OSError as err:
+        raise FileError(f"{name}: cannot read: {err.strerror or err}") from None
+    except ValueError as err:  # a NUL in the path
+        raise FileError(f"{name!r}: cannot read: {err}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise FileError(f"{name}: not UTF-8 text (byte {err.start})") from None
+
+
+def load_text(text: str, name: str):
+    """`load` of a file's text; FileError naming the file with the YAML problem on one line."""
+    try:
+        return load(text)
+    except yaml.YAMLError as err:
+        raise FileError(f"{name}: not valid YAML: {' '.join(str(err).split())}") from None
+    except RecursionError:
+        raise FileError(f"{name}: nested too deeply to be a config file") from None
+    except ValueError as err:  # an integer past Python's 4300-digit conversion limit
+        raise FileError(f"{name}: not a usable value: {str(err).split(';')[0]}") from None
+
+
 def load_file(path) -> object:
-    with open(path, encoding="utf-8") as f:
-        return load(f)
+    """The YAML content of a config file; FileError naming the file on any problem."""
+    return load_text(read_text(path), os.fspath(path))

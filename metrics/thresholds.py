@@ -14,7 +14,8 @@ from numbers import Real
 
 import numpy as np
 
-from .schema import METRICS, ThresholdError
+from . import strict_yaml
+from .schema import ThresholdError
 
 TIER_NAMES = ("minimal", "moderate", "substantial", "strict")  # tiers 1..4; tier 0 is "unsafe"
 N_TIERS = len(TIER_NAMES) + 1
@@ -26,28 +27,78 @@ PAPER_THRESHOLDS = {
 }
 
 
-def validate_thresholds(raw, source="thresholds") -> dict:
-    """A checked copy {tier: {metric: float}} in tier order; raises ThresholdError naming the problem."""
+# The metrics a tier may test and the values each can take: a limit outside them is a typo
+# that would put every algorithm in one tier (V is a share of episodes, Dnorm+ = max(Dnorm, 0);
+# Dnorm is unbounded, costs may be negative).
+LIMIT_RANGES = {"V": (0.0, 1.0), "Dnorm": (-math.inf, math.inf), "Dnorm_plus": (0.0, math.inf)}
+
+
+def shown(value, width: int = 40) -> str:
+    """repr of a value for an error message, cut to `width` characters (a 400-digit int)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's 4300-digit conversion limit
+        return f"an integer of {value.bit_length():,} bits"
+    return text if len(text) <= width else f"{text[:width - 5]}...{text[-2:]}"
+
+
+def _limit(value, metric: str, where: str) -> float:
+    """A limit as a float: a finite number within its metric's range, else ThresholdError."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ThresholdError(f"{where}: {shown(value)} is not a number")
+    try:
+        limit = float(value)
+    except OverflowError:  # an int past the float range
+        limit = math.inf
+    if not math.isfinite(limit):
+        raise ThresholdError(f"{where}: {shown(value)} must be a finite number")
+    low, high = LIMIT_RANGES[metric]
+    if not low <= limit <= high:
+        raise ThresholdError(f"{where}: {shown(value)} is outside [{low:g}, {high:g}], the values {metric} can take")
+    return limit + 0.0  # -0.0 -> 0.0
+
+
+def validate_thresholds(raw, source: str = "thresholds key", prefix: str = "") -> dict:
+    """A checked copy {tier: {metric: float}} in tier order, or ThresholdError.
+
+    The one check of thresholds wherever they come from (a file, the sweep config, the Python
+    API): every tier named once, known metrics with finite limits in their range, and nested
+    tiers (a metric's limit never looser than a lower tier's). Errors read
+    ``{source} '{prefix}tier.metric': problem``, e.g. ``t.yaml key 'moderate.V': ...`` or
+    ``config key 'thresholds.moderate.V': ...``."""
+    def key(*parts) -> str:
+        named = [p if isinstance(p, str) and p.isprintable() and len(p) <= 40 else shown(p) for p in parts]
+        return f"{source} '{prefix}{'.'.join(named)}'"
+
     if not isinstance(raw, dict):
-        raise ThresholdError(f"{source}: expected a mapping of tier name to limits, got {type(raw).__name__}")
+        raise ThresholdError(f"{source} '{prefix.rstrip('.') or '<top level>'}': expected a mapping of "
+                             f"tier name to limits, got {type(raw).__name__}")
     unknown = [t for t in raw if t not in TIER_NAMES]
     if unknown:
-        raise ThresholdError(f"{source}: unknown tier(s) {', '.join(map(repr, unknown))} (tiers: {', '.join(TIER_NAMES)})")
+        raise ThresholdError(f"{key(unknown[0])}: unknown tier {shown(unknown[0])}; the tiers are "
+                             f"{', '.join(TIER_NAMES)}")
     missing = [t for t in TIER_NAMES if t not in raw]
     if missing:
-        raise ThresholdError(f"{source}: missing tier(s) {', '.join(missing)} (give {{}} for a tier without extra conditions)")
-    out = {}
+        raise ThresholdError(f"{key(missing[0])}: missing tier {missing[0]} (give {{}} for a tier "
+                             "without extra conditions)")
+    out, loosest = {}, {}
     for tier in TIER_NAMES:
         limits = raw[tier] if raw[tier] is not None else {}
         if not isinstance(limits, dict):
-            raise ThresholdError(f"{source}: tier {tier}: expected a mapping of metric to limit, got {limits!r}")
+            raise ThresholdError(f"{key(tier)}: expected a mapping of metric to limit, got {shown(limits)}")
         out[tier] = {}
-        for metric, limit in limits.items():
-            if metric not in METRICS:
-                raise ThresholdError(f"{source}: tier {tier}: unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
-            if isinstance(limit, bool) or not isinstance(limit, Real) or math.isnan(limit):
-                raise ThresholdError(f"{source}: tier {tier}, metric {metric}: limit must be a number, got {limit!r}")
-            out[tier][metric] = float(limit)
+        for metric, value in limits.items():
+            if metric not in LIMIT_RANGES:
+                raise ThresholdError(f"{key(tier, metric)}: unknown metric {shown(metric)}; a tier may test "
+                                     f"{', '.join(LIMIT_RANGES)}")
+            limit = _limit(value, metric, key(tier, metric))
+            if metric in loosest and limit > loosest[metric][1]:
+                prev_tier, prev = loosest[metric]
+                raise ThresholdError(
+                    f"{key(tier, metric)}: {shown(value)} is looser than '{prefix}{prev_tier}.{metric}' = {prev}; "
+                    f"tiers are nested ({', '.join(TIER_NAMES)}), so a limit must not increase")
+            loosest[metric] = (tier, limit)
+            out[tier][metric] = limit
     return out
 
 
@@ -57,24 +108,32 @@ def load_thresholds(path=None) -> dict:
         return validate_thresholds(PAPER_THRESHOLDS, "PAPER_THRESHOLDS")
     path = os.fspath(path)
     try:
-        with open(path) as fh:
-            text = fh.read()
-    except OSError as err:
-        raise ThresholdError(f"{path}: cannot read thresholds: {err}") from err
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            import yaml  # only needed for YAML threshold files
-        except ImportError as err:
-            raise ThresholdError(f"{path}: not JSON, and reading YAML needs pyyaml") from err
-        try:
-            from metrics import strict_yaml
+        raw = _read(path)
+    except strict_yaml.FileError as err:
+        raise ThresholdError(str(err)) from None
+    if raw is None:
+        raise ThresholdError(f"{path}: empty; expected a mapping of tier name to limits")
+    return validate_thresholds(raw, f"{path}: key")
 
-            raw = strict_yaml.load(text)
-        except yaml.YAMLError as err:
-            raise ThresholdError(f"{path}: not valid YAML or JSON: {err}") from err
-    return validate_thresholds(raw, path)
+
+def _read(path: str):
+    """A file's JSON or, when it is not JSON, YAML content (JSON is nearly YAML, but YAML reads
+    1e-3 as a string); either refuses a repeated key."""
+    text = strict_yaml.read_text(path)
+    try:
+        return json.loads(text, object_pairs_hook=lambda pairs: _json_object(pairs, path))
+    except strict_yaml.FileError:  # a repeated key
+        raise
+    except (ValueError, RecursionError):  # not JSON (or a number JSON cannot hold): YAML's error then
+        return strict_yaml.load_text(text, path)
+
+
+def _json_object(pairs, path: str) -> dict:
+    keys = [k for k, _ in pairs]
+    repeated = next((k for k in keys if keys.count(k) > 1), None)
+    if repeated is not None:
+        raise strict_yaml.FileError(f"{path}: duplicate key {shown(repeated)}")
+    return dict(pairs)
 
 
 def tier_of(values, thresholds, *, validate: bool = True) -> np.ndarray:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from .aggregate import Aggregate, read_aggregate
 from .atomic import staged_directory
+from .safe_text import csv_safe
 from .schema import METRICS
 from .thresholds import N_TIERS, load_thresholds, tier_of, validate_thresholds
 
@@ -50,11 +51,16 @@ def assign_tiers(result: Aggregate, thresholds=None) -> dict:
     return {"tiers": tiers, "conditions": conditions}
 
 
+def write_tier_files(tables: dict, folder) -> None:
+    """tiers.csv and conditions.csv into `folder` (a staging folder), names spreadsheet-safe."""
+    for name, filename in TIER_FILES.items():
+        csv_safe(tables[name]).to_csv(os.path.join(folder, filename), index=False)
+
+
 def write_tiers(tables: dict, out_dir) -> None:
     """Write tiers.csv and conditions.csv into out_dir, both or neither."""
     with staged_directory(out_dir) as stage:
-        for name, filename in TIER_FILES.items():
-            tables[name].to_csv(os.path.join(stage, filename), index=False)
+        write_tier_files(tables, stage)
 
 
 def tiers(aggregate_dir, thresholds_path=None, out_dir=None) -> dict:

@@ -39,7 +39,7 @@ def test_tier_boundaries_use_unrounded_values_and_inclusive_limits(V, Dnorm, Dno
 
 def test_tiers_are_nested():
     # a strict tier that alone would pass cannot be reached when the moderate one fails
-    loose_strict = {**PAPER_THRESHOLDS, "moderate": {"V": 0.05}, "strict": {"Dnorm": 0.0}}
+    loose_strict = {**PAPER_THRESHOLDS, "moderate": {"V": 0.05}, "substantial": {"V": 0.05}, "strict": {"Dnorm": 0.0}}
     assert tier(0.07, -0.5, 0.0, loose_strict) == 1
     assert np.array_equal(tier_of({"V": [0.0, 0.3, 0.9], "Dnorm": [-1, -1, -1], "Dnorm_plus": [0, 0, 0]}, PAPER_THRESHOLDS), [4, 2, 1])
 
@@ -57,12 +57,14 @@ def test_default_thresholds_are_paper_table_1_and_files_load(tmp_path):
 @pytest.mark.parametrize(
     "content, message",
     [
-        ({**PAPER_THRESHOLDS, "extreme": {"V": 0}}, "unknown tier(s) 'extreme'"),
-        ({k: v for k, v in PAPER_THRESHOLDS.items() if k != "strict"}, "missing tier(s) strict"),
-        ({**PAPER_THRESHOLDS, "moderate": {"Vrate": 0.5}}, "tier moderate: unknown metric 'Vrate'"),
-        ({**PAPER_THRESHOLDS, "moderate": {"V": "half"}}, "tier moderate, metric V: limit must be a number, got 'half'"),
-        ({**PAPER_THRESHOLDS, "moderate": {"V": True}}, "limit must be a number, got True"),
-        ([1, 2], "expected a mapping of tier name to limits"),
+        ({**PAPER_THRESHOLDS, "extreme": {"V": 0}}, "key 'extreme': unknown tier 'extreme'"),
+        ({k: v for k, v in PAPER_THRESHOLDS.items() if k != "strict"}, "key 'strict': missing tier strict"),
+        ({**PAPER_THRESHOLDS, "moderate": {"Vrate": 0.5}}, "key 'moderate.Vrate': unknown metric 'Vrate'"),
+        ({**PAPER_THRESHOLDS, "moderate": {"R": 0.5}}, "key 'moderate.R': unknown metric 'R'"),
+        ({**PAPER_THRESHOLDS, "moderate": {"V": "half"}}, "key 'moderate.V': 'half' is not a number"),
+        ({**PAPER_THRESHOLDS, "moderate": {"V": True}}, "key 'moderate.V': True is not a number"),
+        ({**PAPER_THRESHOLDS, "moderate": [0.5]}, "key 'moderate': expected a mapping of metric to limit, got [0.5]"),
+        ([1, 2], "key '<top level>': expected a mapping of tier name to limits, got list"),
     ],
 )
 def test_bad_threshold_files_are_clear_errors(tmp_path, content, message):
@@ -70,7 +72,7 @@ def test_bad_threshold_files_are_clear_errors(tmp_path, content, message):
     path.write_text(json.dumps(content))
     with pytest.raises(ThresholdError) as err:
         load_thresholds(path)
-    assert str(err.value).startswith(str(path)) and message in str(err.value)
+    assert str(err.value).startswith(f"{path}: key '") and message in str(err.value)
 
 
 def test_tier_confidence_and_condition_tiers(tmp_path):

@@ -14,6 +14,7 @@ import yaml
 import envs
 from algos import registry
 from algos.config import ALGOS, HYPER_FIELDS, PRESETS, TrainConfig, make_config
+from metrics.thresholds import PAPER_THRESHOLDS
 from workflow import config_validation as cv
 
 REPO = Path(__file__).resolve().parent.parent
@@ -119,8 +120,9 @@ def test_presets_hold_only_what_differs_from_what_they_extend():
                     assert parent[key].get(sub) != v, f"{path.name}: {key}.{sub} equals what it extends"
             else:
                 assert parent.get(key) != value, f"{path.name}: {key} equals what it extends"
-    assert cv.resolve({})["thresholds"] == base["thresholds"]
-    assert cv.resolve({"preset": "default"}) == cv.validate({**base, "bounds": [3.75, 6.25, 12.5], "preset": "default"})
+    assert "thresholds" not in base  # metrics/thresholds.py holds them
+    assert cv.resolve({"preset": "default"}) == cv.validate({**base, "thresholds": PAPER_THRESHOLDS,
+                                                            "bounds": [3.75, 6.25, 12.5], "preset": "default"})
 
 
 def test_paper_builtin_is_paper_on_the_builtin_backend_with_mjx_contacts():

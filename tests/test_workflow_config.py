@@ -53,10 +53,14 @@ def test_every_preset_validates():
         assert cv.resolve({"preset": name})["preset"] == name
 
 
-def test_thresholds_default_to_paper_table_1():
+def test_thresholds_default_to_paper_table_1_from_the_engine_alone():
     assert cv.resolve({})["thresholds"] == {
         "minimal": {"Dnorm": 0.0}, "moderate": {"V": 0.5},
         "substantial": {"V": 0.1, "Dnorm_plus": 0.1}, "strict": {"V": 0.0, "Dnorm_plus": 0.0}}
+    # one home: metrics/thresholds.py; neither the base config nor the schema restates them
+    assert "thresholds" not in yaml.safe_load((REPO / "config" / "base.yaml").read_text())
+    assert set(yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+               ["properties"]["thresholds"]) == {"description"}
 
 
 def test_overrides_merge_into_the_preset_key_by_key():
@@ -82,7 +86,7 @@ def test_overrides_merge_into_the_preset_key_by_key():
      "config key 'thresholds.substantial.V': 0.6 is looser than 'thresholds.moderate.V' = 0.5"),
     ({"thresholds": {"strict": {"Dnorm_plus": 0.2}}},
      "config key 'thresholds.strict.Dnorm_plus': 0.2 is looser than 'thresholds.substantial.Dnorm_plus' = 0.1"),
-    ({"thresholds": {"moderate": {"W": 1.0}}}, "config 'thresholds.moderate': unknown key(s) ['W']"),
+    ({"thresholds": {"moderate": {"W": 1.0}}}, "config key 'thresholds.moderate.W': unknown metric 'W'"),
     ({"bootsrap": {"reps": 5}}, "config top level: unknown key(s) ['bootsrap']"),
     ({"train": {"total_steps": "many"}}, "config key 'train.total_steps'"),
     ({"preset": "huge"}, "config key 'preset': 'huge' is not one of"),
@@ -94,7 +98,8 @@ def test_bad_config_is_an_error_naming_the_key(overrides, message):
 
 
 def test_equal_limits_in_consecutive_tiers_are_in_order():
-    cv.check_threshold_order({"a": {"V": 0.1}, "b": {"V": 0.1}, "c": {"V": 0.0}})
+    cfg = resolved(thresholds={"moderate": {"V": 0.1}, "substantial": {"V": 0.1}, "strict": {"V": 0.1}})
+    assert [cfg["thresholds"][t]["V"] for t in ("moderate", "substantial", "strict")] == [0.1, 0.1, 0.1]
 
 
 def test_cli_prints_resolved_config_or_the_error(tmp_path):
@@ -302,3 +307,18 @@ def test_workflow_outputs_are_written_whole_with_the_usual_mode(tmp_path):
     os.umask(mask)
     assert (tmp_path / "sub" / "out.txt").stat().st_mode & 0o777 == 0o666 & ~mask
     assert [p.name for p in (tmp_path / "sub").iterdir()] == ["out.txt"]  # no temp file left
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--preset", "bogus"], "config key 'preset': 'bogus' is not one of"),
+    (["--preset", "tiny", "--", "-n", "--config", "seeds=0"], "config key 'seeds': 0 is not valid"),
+    (["--", "--configfile", "MISSING.yaml", "-n"], "none.yaml: cannot read: No such file"),
+])
+def test_launcher_refuses_a_bad_config_before_submitting(tmp_path, capsys, args, words):
+    args = [a.replace("MISSING.yaml", str(tmp_path / "none.yaml")) for a in args]
+    folder = tmp_path / "launcher"
+    rc = launch.main(["--profile", str(REPO / "cluster_profiles" / "local"), "--cluster", "debug",
+                      "--folder", str(folder), *args])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.startswith("invalid configuration: ") and words in err and err.count("\n") == 1
+    assert not folder.exists()  # nothing submitted

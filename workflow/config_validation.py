@@ -8,8 +8,8 @@ episode_length, eval_episodes) takes the value of the trainer preset (algos.conf
 budget is stated once. The merged mapping is checked against
 workflow/schemas/config.schema.yaml, whose lists of allowed tasks, algorithms and trainer
 presets are filled in from the registries (envs.TASK_TABLE, algos/registry.py,
-algos.config.PRESETS), and then for what a schema cannot say: tier names and finite limits in
-order, seeds in the trainer's range, bounds that give a valid path label, and every trainer
+algos.config.PRESETS), and then for what a schema cannot say: the tier thresholds (checked by
+metrics.thresholds, as the engine checks a thresholds file), seeds in the trainer's range, bounds that give a valid path label, and every trainer
 option as the trainer itself would check it (`run_specs`: every run's spec is built by
 algos.config, so a value the trainer would refuse -
 `train.num_envs` not dividing the batch, an unknown or identity `train.set` key - is refused
@@ -21,7 +21,6 @@ prints the resolved configuration or the error.
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import math
@@ -34,6 +33,7 @@ import jsonschema
 import yaml
 
 from metrics import strict_yaml
+from metrics.thresholds import PAPER_THRESHOLDS
 
 REPO = Path(__file__).resolve().parent.parent
 PRESETS_DIR = REPO / "config" / "presets"
@@ -53,8 +53,8 @@ def available_presets(presets_dir: Path = PRESETS_DIR) -> list[str]:
 def _load_yaml(path: Path) -> Any:
     try:
         return strict_yaml.load_file(path)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    except strict_yaml.FileError as e:
+        raise ConfigError(str(e)) from None
 
 
 def check_config_files(paths) -> None:
@@ -101,20 +101,6 @@ def _schema_error_message(error: jsonschema.ValidationError) -> str:
     return f"config key '{key}': {error.message}"
 
 
-def check_threshold_order(thresholds: Mapping[str, Mapping[str, float]]) -> None:
-    """Tiers are nested in the given order, so each metric's limit may only tighten."""
-    loosest: dict[str, tuple[str, float]] = {}
-    for tier, limits in thresholds.items():
-        for metric, limit in limits.items():
-            if metric in loosest and limit > loosest[metric][1]:
-                prev_tier, prev = loosest[metric]
-                raise ConfigError(
-                    f"config key 'thresholds.{tier}.{metric}': {limit} is looser than "
-                    f"'thresholds.{prev_tier}.{metric}' = {prev}; tiers are nested in the order "
-                    f"given ({', '.join(thresholds)}), so limits must not increase")
-            loosest[metric] = (tier, limit)
-
-
 def schema() -> dict:
     """The config schema with the registries' names as the allowed tasks, algos and trainer presets."""
     import envs
@@ -147,21 +133,14 @@ _Validator = jsonschema.validators.extend(
         "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)))
 
 
-def check_thresholds(thresholds: Mapping[str, Mapping[str, float]]) -> None:
-    """Known tier names, finite limits, tiers in order (metrics.thresholds does the rest)."""
-    from metrics.thresholds import TIER_NAMES, validate_thresholds
+def check_thresholds(thresholds) -> dict:
+    """The thresholds as metrics.thresholds checks them everywhere (files, the engine's API),
+    with its error naming the config key."""
     from metrics.schema import ThresholdError
+    from metrics.thresholds import validate_thresholds
 
-    for tier, limits in thresholds.items():
-        if tier not in TIER_NAMES:
-            raise ConfigError(f"config key 'thresholds.{tier}': unknown tier {tier!r}; the tiers are "
-                              f"{', '.join(TIER_NAMES)}")
-        for metric, limit in limits.items():
-            if not math.isfinite(limit):
-                raise ConfigError(f"config key 'thresholds.{tier}.{metric}': {limit!r} must be a finite number")
-    check_threshold_order(thresholds)
     try:
-        validate_thresholds(dict(thresholds), "config key 'thresholds'")
+        return validate_thresholds(thresholds, "config key", "thresholds.")
     except ThresholdError as err:
         raise ConfigError(str(err)) from None
 
@@ -267,8 +246,8 @@ def validate(cfg: Mapping) -> dict:
     if errors:
         raise ConfigError(_schema_error_message(errors[0]))
     check_grid_values(cfg)
-    check_thresholds(cfg["thresholds"])
     out = copy.deepcopy(dict(cfg))
+    out["thresholds"] = check_thresholds(cfg["thresholds"])
     seeds = cfg["seeds"]
     out["seeds"] = list(range(seeds)) if isinstance(seeds, int) else sorted(seeds)
     if cfg.get("adaptive"):
@@ -276,6 +255,11 @@ def validate(cfg: Mapping) -> dict:
         out["seeds"] = list(range(out["adaptive"]["max_seeds"]))  # every seed a round may add
     out["specs"] = run_specs(out)
     return out
+
+
+# What the engine defines and the sweep uses as it is unless a config says otherwise: the tier
+# thresholds are the paper's Table 1 as metrics.thresholds holds them (not restated in a file).
+ENGINE_DEFAULTS = {"thresholds": PAPER_THRESHOLDS}
 
 
 def load_preset(name: str, presets_dir: Path = PRESETS_DIR, base_file: Path = BASE_CONFIG) -> dict:
@@ -291,7 +275,7 @@ def load_preset(name: str, presets_dir: Path = PRESETS_DIR, base_file: Path = BA
         layer = _load_mapping(presets_dir / f"{name}.yaml")
         layers.append((name, layer))
         name, key = layer.get("extends"), f"extends' in '{name}.yaml"
-    merged = _load_mapping(base_file)
+    merged = deep_merge(ENGINE_DEFAULTS, _load_mapping(base_file))
     for _, layer in reversed(layers):
         merged = deep_merge(merged, {k: v for k, v in layer.items() if k != "extends"})
     return merged
@@ -302,7 +286,7 @@ def _load_mapping(path: Path) -> dict:
     if data is None:  # only comments: nothing differs
         return {}
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{path}: expected a mapping of config keys")
+        raise ConfigError(f"{path}: expected a mapping of config keys, got {type(data).__name__}")
     return dict(data)
 
 
@@ -351,21 +335,33 @@ def parse_overrides(items: list[str], flag: str = "--set") -> dict:
         *parents, leaf = key.split(".")
         for part in parents:
             node = node.setdefault(part, {})
-        node[leaf] = yaml.safe_load(raw)
+            if not isinstance(node, dict):
+                raise ConfigError(f"{flag} {item!r}: {part!r} is set to a value above, not a mapping")
+        try:
+            node[leaf] = strict_yaml.load(raw)
+        except (yaml.YAMLError, ValueError, RecursionError) as err:
+            raise ConfigError(f"{flag} {item!r}: the value is not valid YAML: {' '.join(str(err).split())}") from None
     return out
 
 
+def load_user_config(path) -> dict:
+    """A user's config file (config/config.yaml's form): a mapping of config keys, or nothing."""
+    return _load_mapping(Path(path))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from metrics.cli import OneLineParser, one_line
+
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("config", nargs="?", default=str(DEFAULT_CONFIG))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a key (dots for nesting), e.g. --set preset=tiny")
     args = parser.parse_args(argv)
     try:
-        user = _load_yaml(Path(args.config)) or {}
+        user = load_user_config(args.config)
         resolved = resolve(deep_merge(user, parse_overrides(args.set)))
-    except (ConfigError, OSError) as e:
-        print(f"invalid configuration: {e}", file=sys.stderr)
+    except ConfigError as e:
+        print(f"invalid configuration: {one_line(e)}", file=sys.stderr)
         return 1
     specs = resolved.pop("specs")
     json.dump(resolved, sys.stdout, indent=2)

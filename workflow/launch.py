@@ -34,6 +34,27 @@ def snakemake_command(profile: str, preset: str | None, extra: list[str],
     return cmd + list(extra)
 
 
+def check_config(preset: str | None, extra: list[str]) -> None:
+    """Resolve the configuration the controller's Snakemake will read (config/config.yaml, then
+    any `--configfile`, `--config` and the preset), so a bad one is refused before a job is
+    submitted; raises config_validation.ConfigError."""
+    from workflow import config_validation as cv
+
+    files, overrides, option = [], [], None
+    for arg in extra:
+        if arg.startswith("-"):
+            option = arg if arg in ("--configfile", "--configfiles", "--config") else None
+        elif option == "--config":
+            overrides.append(arg)
+        elif option is not None:
+            files.append(arg)
+    user = cv.load_user_config(cv.DEFAULT_CONFIG)
+    for path in files:
+        user = cv.deep_merge(user, cv.load_user_config(path))
+    user = cv.deep_merge(user, cv.parse_overrides(overrides, "--config"))
+    cv.resolve({**user, **({"preset": preset} if preset else {})})
+
+
 def run_controller(cmd: list[str], workdir: str) -> int:
     """Body of the submitted job: run Snakemake to the end; fail the job if it fails."""
     rc = subprocess.run(cmd, cwd=workdir).returncode
@@ -82,6 +103,14 @@ def main(argv: list[str] | None = None) -> int:
 
     if not (Path(args.profile) / "config.yaml").is_file():
         parser.error(f"--profile {args.profile}: no config.yaml in that folder")
+    from metrics.cli import one_line
+    from workflow.config_validation import ConfigError
+
+    try:
+        check_config(args.preset, extra)
+    except ConfigError as err:
+        print(f"invalid configuration: {one_line(err)}", file=sys.stderr)
+        return 1
     repo = REPO
     workdir = os.getcwd()
     cmd = snakemake_command(args.profile, args.preset, extra)

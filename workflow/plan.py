@@ -61,8 +61,23 @@ def dry_run(workdir: str | Path, args: list[str] = (), snakefile: str | Path = R
     return parse_jobs(proc.stdout + "\n" + proc.stderr)
 
 
+def failure_line(log: str) -> str:
+    """The line of a failed Snakemake run that says why: our own configuration error when there
+    is one, else Snakemake's first error line, else its last line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for marker in ("invalid configuration:", "Error"):
+        found = next((line for line in lines if marker in line and not line.startswith("File ")), None)
+        if found is not None:
+            return found
+    return lines[-1] if lines else "no output"
+
+
 def main(argv: list[str] | None = None) -> int:
-    jobs = dry_run(".", list(sys.argv[1:] if argv is None else argv))
+    try:
+        jobs = dry_run(".", list(sys.argv[1:] if argv is None else argv))
+    except RuntimeError as err:
+        print(f"error: snakemake --dry-run failed: {failure_line(str(err).split(chr(10), 1)[-1])}", file=sys.stderr)
+        return 1
     for job in jobs:
         print(job.rule, " ".join(job.outputs))
     counts = Counter(job.rule for job in jobs)

@@ -20,7 +20,7 @@ Rerunning the sweep's command submits exactly the failed and missing runs.
 """
 from __future__ import annotations
 
-import argparse
+import json
 import os
 import shutil
 import socket
@@ -31,13 +31,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
 
-import yaml
-
 from algos import runfolder
-from metrics import run_layout, strict_yaml
+from metrics import run_layout
+from metrics.cli import OneLineParser, one_line
 from metrics.run_layout import CHECKPOINT_DIR, JOB_MARKER, RUN_FILES
 from algos import runlock
-from workflow.config_validation import DEFAULT_CONFIG, ConfigError, deep_merge, parse_overrides, resolve
+from workflow.config_validation import DEFAULT_CONFIG, ConfigError, deep_merge, load_user_config, parse_overrides, resolve
 
 STATES = ("done", "running", "failed", "missing")
 
@@ -120,7 +119,7 @@ def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, 
 
     run_dir = workdir / run_layout.RUNS_ROOT / run
     marker = runlock.read_marker(run_dir)
-    log = workdir / marker["log"] if marker and marker.get("log") else None  # its pack's log
+    log = _log_of(workdir, marker)  # its pack's log
     log_text = str(log) if log is not None and log.exists() else None
     spec = cfg["specs"][run] if cfg is not None else None
     reason = (pending_reason(run_dir, spec, verify) if spec is not None
@@ -141,6 +140,27 @@ def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, 
     return RunStatus(run, "missing", detail="; ".join(x for x in [incomplete, checkpoint] if x))
 
 
+def _log_of(workdir: Path, marker: dict | None) -> Path | None:
+    """The log a job marker names, when it is a path inside the sweep's folder."""
+    name = marker.get("log") if marker else None
+    if not isinstance(name, str) or not name or "\0" in name:
+        return None
+    path = workdir / name
+    try:
+        return path if path.resolve().is_relative_to(Path(workdir).resolve()) else None
+    except (OSError, RuntimeError):  # a symlink loop
+        return None
+
+
+def _checked(workdir: Path, run: str, *args, **kwargs) -> RunStatus:
+    """run_status, or for a run folder that something else left unreadable (a hand-edited
+    marker, a folder where a file belongs) a `missing` run saying what could not be read."""
+    try:
+        return run_status(workdir, run, *args, **kwargs)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, OverflowError, RuntimeError) as err:
+        return RunStatus(run, "missing", detail=f"run folder unreadable ({type(err).__name__}: {err})")
+
+
 def _last_line(path: Path) -> str:
     try:
         lines = [l.strip() for l in path.read_text(errors="replace").splitlines() if l.strip()]
@@ -152,7 +172,7 @@ def _last_line(path: Path) -> str:
 def sweep_status(cfg: dict, workdir: Path, slurm_jobs: set[str] | None = None, verify: bool = False
                  ) -> list[RunStatus]:
     host, code = socket.gethostname(), runfolder.code_version()
-    return [run_status(workdir, run_layout.run_id(*key), slurm_jobs, host, cfg, key, code, verify)
+    return [_checked(workdir, run_layout.run_id(*key), slurm_jobs, host, cfg, key, code, verify)
             for key in run_keys(cfg, workdir)]
 
 
@@ -174,7 +194,7 @@ def format_table(statuses: Iterable[RunStatus]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--configfile", default=str(DEFAULT_CONFIG))
     parser.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
                         help="the same overrides as `snakemake --config`, e.g. preset=tiny")
@@ -187,10 +207,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="print only the run.json paths of runs trained by other code (delete them to retrain)")
     args = parser.parse_args(argv)
     try:
-        user = strict_yaml.load_file(args.configfile) or {}
+        user = load_user_config(args.configfile)
         cfg = resolve(deep_merge(user, parse_overrides(args.config, "--config")))
-    except (ConfigError, OSError, yaml.YAMLError) as e:
-        print(f"invalid configuration: {e}", file=sys.stderr)
+    except ConfigError as e:
+        print(f"invalid configuration: {one_line(e)}", file=sys.stderr)
+        return 1
+    if not Path(args.dir).is_dir():
+        print(one_line(f"--dir {args.dir}: {'not a folder' if os.path.exists(args.dir) else 'no such folder'} "
+                       "(the sweep's working directory)"), file=sys.stderr)
         return 1
     only = {s.strip() for s in args.only.split(",")}
     unknown = only - set(STATES)
