@@ -24,9 +24,27 @@ Programs are memoised per process and, through the persistent compilation cache,
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import time
+from pathlib import Path
 from typing import NamedTuple
+
+# The source folders whose code decides a run's result (see code_version); recorders: the
+# trainer logs its iterates with recorders.jax_recorder.
+CODE_PACKAGES = ("algos", "envs", "recorders")
+
+
+def code_version(repo: str | os.PathLike | None = None) -> str:
+    """sha256 (16 hex digits) of the Python sources of CODE_PACKAGES: changes with any edit to
+    the code that trains a run, comments included (a conservative trigger)."""
+    repo = Path(repo) if repo is not None else Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        for path in sorted((repo / package).rglob("*.py")):
+            digest.update(str(path.relative_to(repo)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
 
 DEFAULT_CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "saferl-eval", "jax")
 # batched program sizes: 1, 2, 3, 4, 6, 8, 12, ..., 1024 members (at most a third of a program is padding)
@@ -149,12 +167,8 @@ def _executable_path(cache_key) -> str | None:
     """Where the serialised programs of `cache_key` live, or None without a persistent cache.
     The key: the static config, task, size and mode, the code that builds programs, JAX's
     versions, the device and the XLA flags."""
-    import hashlib
-
     import jax
     import jaxlib
-
-    from algos.runfolder import code_version
 
     cache_dir = jax.config.jax_compilation_cache_dir
     if not cache_dir:

@@ -2,7 +2,7 @@
 
 One place names the logged fields, their shapes and dtypes and the trace's columns; the
 program (algos.core: the metrics vector, IterateLog), the host log between chunks and in
-checkpoints (algos.pack.HostLog), and the run folder writer (algos.train, algos.runfolder)
+checkpoints (runs.pack.HostLog), and the run folder writer (runs.train, runs.runfolder)
 read it. A new logged scalar of the losses is one name in LOSS_METRICS; an algorithm's own
 state columns come from its registry entry. No JAX here (the workflow reads the columns).
 """

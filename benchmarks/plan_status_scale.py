@@ -28,9 +28,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from algos import runfolder  # noqa: E402
+from algos import programs  # noqa: E402
+from runs import runfolder  # noqa: E402
 from algos.trace_schema import TRACE_COLUMNS  # noqa: E402
-from metrics import episode_table, run_layout  # noqa: E402
+from metrics import episode_table  # noqa: E402
+from runs import run_layout
 from workflow import config_validation as cv  # noqa: E402
 from workflow import packs, status  # noqa: E402
 
@@ -55,7 +57,7 @@ def write_run(folder: Path, spec: dict, episodes: int, rng) -> None:
     runfolder.write_parquet(str(folder / run_layout.EPISODES), table)
     runfolder.write_parquet(str(folder / run_layout.TRACE), trace)
     runfolder.write_json(str(folder / run_layout.RUN_JSON), {
-        "complete": True, "config": c, "code_version": runfolder.code_version(),
+        "complete": True, "config": c, "code_version": programs.code_version(),
         "files": {run_layout.EPISODES: runfolder.file_record(folder / run_layout.EPISODES, table.num_rows),
                   run_layout.TRACE: runfolder.file_record(folder / run_layout.TRACE, trace.num_rows)}})
     later = time.time_ns() + 3_000_000_000  # Snakemake's touch, 2-3 s after the trainer's writes

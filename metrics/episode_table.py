@@ -2,7 +2,7 @@
 
 `metrics/schema.py` names the columns every reader checks; this module gives the Arrow types
 a writer uses and builds the rows of J iterates of N episodes. The trainer writes a run's
-`episodes.parquet` with it (algos.pack), and a recorder folder's files hold the same columns
+`episodes.parquet` with it (runs.pack), and a recorder folder's files hold the same columns
 plus the recorder's `trainer_step` label (recorders.writer), so both read back alike.
 """
 from __future__ import annotations

@@ -19,9 +19,9 @@ import time
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, REPO)
 
-from algos import runfolder, train  # noqa: E402
+from runs import runfolder, train  # noqa: E402
 from algos.config import make_config  # noqa: E402
-from algos.pack import Member  # noqa: E402
+from runs.pack import Member  # noqa: E402
 
 KW = dict(task="goal", algo="ppo_lag", total_steps=16 * 2048, num_envs=4, episode_length=64, eval_episodes=4)
 RUNS = [(15.0, 0), (25.0, 1), (15.0, 1)]  # (bound, seed)
@@ -40,7 +40,7 @@ def killed_then_resumed(base):
     for m in pack:
         runfolder.write_spec(m.out, runfolder.spec_of(m.preset, m.config))
         specs.append(os.path.join(m.out, "spec.json"))
-    child = subprocess.Popen([sys.executable, "-m", "algos.train", "--pack-runs", "3", "--spec", *specs],
+    child = subprocess.Popen([sys.executable, "-m", "runs.train", "--pack-runs", "3", "--spec", *specs],
                              stderr=subprocess.DEVNULL, cwd=REPO)
     saved = [os.path.join(m.out, "checkpoint", "state-0.json") for m in pack]
     deadline = time.time() + 900

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import numpy as np
 
-from algos import runfolder
+from algos import programs
+from runs import runfolder
 from algos.trace_schema import TRACE_COLUMNS
-from metrics import episode_table, run_layout
+from metrics import episode_table
 
 
+from runs import run_layout
 def tiny_config(task, bound, algo, seed) -> dict:
     """The config the tiny sweep preset's spec gives this run (so the workflow takes it as done)."""
     from workflow import config_validation as cv
@@ -37,5 +39,5 @@ def complete_run(folder, task="circle", bound=25.0, algo="ppo", seed=0, code_ver
         "complete": True, "config": tiny_config(task, bound, algo, seed) if config is None else config,
         "files": {run_layout.EPISODES: runfolder.file_record(folder / run_layout.EPISODES, episodes.num_rows),
                   run_layout.TRACE: runfolder.file_record(folder / run_layout.TRACE, trace.num_rows)},
-        "code_version": runfolder.code_version() if code_version is None else code_version})
+        "code_version": programs.code_version() if code_version is None else code_version})
     return folder

@@ -351,7 +351,7 @@ def test_the_zoo_sweep_preset_has_all_eight_and_the_default_stays_the_papers_fou
 
 def test_a_runs_identity_ignores_other_algorithms_scalars():
     """Adding an algorithm (its scalars become config fields) leaves runs trained before valid."""
-    from algos import checkpoint, runfolder
+    from runs import checkpoint, runfolder
 
     lag = make_config("cpu", {"algo": "ppo_lag"})
     before = {k: v for k, v in lag.to_dict().items() if k not in registry.foreign_scalars("ppo_lag")}

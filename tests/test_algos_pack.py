@@ -1,4 +1,4 @@
-"""Packs (algos.pack): runs of one program trained together give exactly the episodes each
+"""Packs (runs.pack): runs of one program trained together give exactly the episodes each
 gives alone, resume member by member, and fail member by member.
 
 Tiny circle runs (4 envs, T = 64, 16 updates in chunks of 4), so the two compiled programs
@@ -10,9 +10,9 @@ import os
 import pandas as pd
 import pytest
 
-from algos import train
+from runs import train
 from algos.config import make_config
-from algos.pack import Member
+from runs.pack import Member
 
 pytestmark = pytest.mark.slow
 KW = dict(task="circle", algo="ppo_lag", total_steps=16 * 2048, num_envs=4, episode_length=64, eval_episodes=4)
@@ -190,7 +190,7 @@ def test_a_pack_reports_progress_after_its_first_update_without_moving_any_resul
                                                                                    monkeypatch):
     """A sequential pack ends its first call after one update and later calls every
     PROGRESS_EVERY_S (here 0: every update); where calls end changes no result."""
-    from algos import pack as pack_module
+    from runs import pack as pack_module
 
     _, _, pack = trained
     monkeypatch.setattr(pack_module, "PROGRESS_EVERY_S", 0.0)
@@ -205,7 +205,7 @@ def test_a_pack_reports_progress_after_its_first_update_without_moving_any_resul
 
 
 def test_status_shows_a_running_runs_fraction_and_time_left(tmp_path):
-    from algos.pack import write_progress
+    from runs.pack import write_progress
     from workflow.status import progress_detail
 
     assert progress_detail(tmp_path) == ""  # before the first chunk ends

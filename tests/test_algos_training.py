@@ -1,4 +1,4 @@
-"""End-to-end tests of algos.train on the built-in goal task with the `cpu` preset.
+"""End-to-end tests of runs.train on the built-in goal task with the `cpu` preset.
 
 The runs share two compiled programs (ppo_lag and ppo on goal, cpu preset): bound, seed and
 budget are runtime values, so every run below reuses them. Budgets are the cpu preset's
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from algos import checkpoint, train
+from runs import checkpoint, train
 from algos.programs import compile_programs
 from algos.config import make_config
 
@@ -147,7 +147,7 @@ def test_greedy_and_noisy_evaluation_differ_only_in_the_noise():
 
 def test_sigterm_writes_a_checkpoint_and_exits_75(tmp_path):
     out = tmp_path / "preempted"
-    cmd = [sys.executable, "-m", "algos.train", "--task", "goal", "--bound", "15", "--algo", "ppo_lag", "--seed",
+    cmd = [sys.executable, "-m", "runs.train", "--task", "goal", "--bound", "15", "--algo", "ppo_lag", "--seed",
            "0", "--out", str(out), "--total-steps", str(20 * 100 * 2048)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=os.path.abspath(ROOT)))

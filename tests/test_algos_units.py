@@ -4,7 +4,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from algos import checkpoint, distribution as dist
+from algos import distribution as dist
+
+from runs import checkpoint
 from algos.config import PRESETS, TrainConfig, hyper_of, make_config
 from algos.core import gae
 from algos import registry

@@ -1,8 +1,7 @@
 """The import layers of docs/architecture.md ("The layers"), checked on every module.
 
-Each package may import only the project packages its row names; `workflow` may import only
-the named modules of the trainer's package (the registries' names, and the few trainer modules
-its jobs and status report need). Every import counts: module level, inside functions, under
+Each package may import only the project packages its row names; `workflow` may import the
+run job (`runs`) and, of the learning (`algos`), only the registries' names and code_version. Every import counts: module level, inside functions, under
 `if`/`try`; and the Snakemake files' import lines count as `workflow`'s. A failure names each
 offending file:line and what it imports.
 """
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PROJECT = ("metrics", "envs", "recorders", "algos", "tools", "workflow")
+PROJECT = ("metrics", "envs", "recorders", "algos", "runs", "tools", "workflow")
 
 # package -> the project packages (or, for a part of one, its modules) it may import
 ALLOWED = {
@@ -23,12 +22,11 @@ ALLOWED = {
     "envs": set(),
     "recorders": {"metrics"},  # through recorders.engine, so an install uses its own engine
     "algos": {"envs", "metrics", "recorders"},
+    "runs": {"algos", "envs", "metrics"},
     "tools": {"envs", "algos", "metrics"},
-    "workflow": {"metrics", "envs", "algos.registry", "algos.config",  # the registries' names (no JAX)
-                 "algos.runfolder",  # run specs and the completeness check of a run folder
-                 "algos.runlock",  # the job marker's lock
-                 "algos.checkpoint",  # whether a folder holds a checkpoint (checkpoint.inspect, no JAX)
-                 "algos.train"},  # record_failure, in the job wrapper; training itself runs in its own process
+    "workflow": {"metrics", "envs", "runs",  # the run job's folders, locks, checkpoints, failure records
+                 "algos.registry", "algos.config",  # the registries' names (no JAX)
+                 "algos.programs"},  # code_version, the learning code's hash (no JAX at import)
 }
 SNAKEMAKE_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s+([\w., ]+)|import\s+([\w., ]+))")
 
@@ -95,17 +93,17 @@ def test_a_forbidden_import_is_reported_with_its_file_and_line(tmp_path, where):
     (tmp_path / "Snakefile").write_text("import os\n")
     text = {"module": "import os\nfrom algos.core import make_env\n",
             "function": "def f():\n    from algos import core\n    return core\n",
-            "snakemake": "rule x:\n    run:\n        from algos.pack import Member\n"}[where]
+            "snakemake": "rule x:\n    run:\n        from algos.networks import apply_mlp\n"}[where]
     name = "rules/x.smk" if where == "snakemake" else "products/x.py"
     (tmp_path / "workflow" / name).parent.mkdir(parents=True)
     (tmp_path / "workflow" / name).write_text(text)
     (tmp_path / "metrics" / "ok.py").write_text("from metrics import schema\nimport numpy\n")
     line, imported = {"module": (2, "algos.core.make_env"), "function": (2, "algos.core"),
-                      "snakemake": (3, "algos.pack.Member")}[where]
+                      "snakemake": (3, "algos.networks.apply_mlp")}[where]
     assert violations(tmp_path) == [f"workflow/{name}:{line}: workflow imports {imported}"]
 
 
 def test_the_bottom_layers_may_not_reach_up():
-    assert not allowed("metrics", "algos.runfolder") and not allowed("recorders", "algos.core")
+    assert not allowed("metrics", "runs.runfolder") and not allowed("recorders", "algos.core")
     assert not allowed("envs", "metrics.schema") and allowed("workflow", "algos.registry.ALGORITHMS")
     assert not allowed("workflow", "algos.core") and not allowed("algos", "workflow.packs")

@@ -113,7 +113,7 @@ def test_a_new_task_is_its_module_and_one_table_entry(repo_copy, tmp_path):
     run(repo_copy, "-c", "from workflow.config_validation import schema; "
         "assert 'line' in schema()['properties']['tasks']['items']['enum']")
     out = tmp_path / "run"
-    run(repo_copy, "-m", "algos.train", "--task", "line", "--bound", "5", "--algo", "ppo_lag", "--seed", "0",
+    run(repo_copy, "-m", "runs.train", "--task", "line", "--bound", "5", "--algo", "ppo_lag", "--seed", "0",
         "--out", str(out), "--threads", "1", "--total-steps", "512", "--num-envs", "4",
         "--episode-length", "16", "--eval-episodes", "2")
     assert (out / "episodes.parquet").exists() and (out / "run.json").exists()
@@ -128,7 +128,7 @@ def test_a_new_algorithm_is_its_module_and_one_registry_entry(repo_copy):
     changed = touched(before, snapshot(repo_copy))
     assert len(changed) == documented_counts()["a new algorithm"], changed
 
-    proc = run(repo_copy, "-m", "algos.train", "--help")
+    proc = run(repo_copy, "-m", "runs.train", "--help")
     assert "fixed_penalty" in proc.stdout
     run(repo_copy, "-c", "from workflow.config_validation import schema; "
         "assert 'fixed_penalty' in schema()['properties']['algos']['items']['enum']; "

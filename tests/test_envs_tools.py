@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import envs
-from algos.runfolder import CODE_PACKAGES, code_version
+from algos.programs import CODE_PACKAGES, code_version
 
 REPO = Path(__file__).resolve().parent.parent
 

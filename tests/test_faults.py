@@ -23,13 +23,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from algos import checkpoint, runfolder
-from metrics import run_layout
+from algos import programs
+from runs import checkpoint, runfolder
+from runs import run_layout
 from algos.config import IDENTITY_FIELDS, config_from_dict, make_config
 from fake_runs import complete_run
 from metrics import cli as metrics_cli
 from workflow import config_validation as cv
-from algos import runlock
+from runs import runlock
 from workflow import launch, plan, status, train_job
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,7 +62,7 @@ def test_identity_fields_are_refused_by_the_trainers_set(field):
 
 def test_train_job_with_set_seed_and_bound_writes_nothing(tmp_path):
     out = tmp_path / "run"
-    proc = run_module("algos.train", "--task", "circle", "--bound", "15", "--algo", "ppo_lag", "--seed", "1",
+    proc = run_module("runs.train", "--task", "circle", "--bound", "15", "--algo", "ppo_lag", "--seed", "1",
                       "--out", str(out), "--preset", "cpu", "--total-steps", "4096", "--num-envs", "4",
                       "--episode-length", "64", "--eval-episodes", "4", "--set", "seed=0", "--set", "bound=99")
     assert proc.returncode == 2
@@ -351,7 +352,7 @@ def test_a_seed_missing_from_a_final_phase_is_warned_about(tmp_path, capsys):
 
 def test_trainer_refuses_an_out_that_is_a_file(tmp_path):
     (tmp_path / "f").write_text("keep")
-    proc = run_module("algos.train", "--task", "circle", "--bound", "15", "--algo", "ppo", "--seed", "0",
+    proc = run_module("runs.train", "--task", "circle", "--bound", "15", "--algo", "ppo", "--seed", "0",
                       "--out", str(tmp_path / "f"))
     assert proc.returncode == 2 and "is a file, not a folder" in one_line_error(proc)
     assert (tmp_path / "f").read_text() == "keep"
@@ -432,12 +433,12 @@ def test_a_reused_pid_is_not_a_live_owner(tmp_path):
 # ---- 10: code version --------------------------------------------------------------------------------
 
 def test_code_version_follows_the_training_code(tmp_path):
-    for package in runfolder.CODE_PACKAGES:
+    for package in programs.CODE_PACKAGES:
         (tmp_path / package).mkdir()
         (tmp_path / package / "a.py").write_text("x = 1\n")
-    before = runfolder.code_version(tmp_path)
+    before = programs.code_version(tmp_path)
     (tmp_path / "envs" / "a.py").write_text("x = 2\n")
-    assert runfolder.code_version(tmp_path) != before and len(before) == 16
+    assert programs.code_version(tmp_path) != before and len(before) == 16
 
 
 def test_status_lists_runs_trained_by_older_code(tmp_path):
@@ -461,7 +462,7 @@ TINY = ["--task", "circle", "--bound", "15", "--algo", "ppo", "--seed", "0", "--
 
 
 def train_cli(out: Path, *extra: str) -> int:
-    from algos import train
+    from runs import train
 
     return train.main([*TINY, "--out", str(out), *extra])
 
@@ -480,7 +481,7 @@ def _episodes(out: Path) -> pd.DataFrame:
 @pytest.mark.slow
 def test_run_json_records_rows_and_the_code_version(reference):
     meta = json.loads((reference / run_layout.RUN_JSON).read_text())
-    assert meta["code_version"] == runfolder.code_version() and meta["code_versions"] == [meta["code_version"]]
+    assert meta["code_version"] == programs.code_version() and meta["code_versions"] == [meta["code_version"]]
     assert {name: f["rows"] for name, f in meta["files"].items()} == {
         run_layout.EPISODES: len(_episodes(reference)), run_layout.TRACE: len(pd.read_parquet(reference / run_layout.TRACE))}
     assert runfolder.incomplete_reason(reference) is None
@@ -518,7 +519,7 @@ def test_the_trainer_stops_with_one_line_when_no_checkpoint_is_usable(reference,
     assert train_cli(out, "--stop-after-chunks", "2") == 75
     for npz in (out / run_layout.CHECKPOINT_DIR).glob("*.npz"):
         npz.write_bytes(b"\0" * 64)
-    proc = run_module("algos.train", *TINY, "--out", str(out))
+    proc = run_module("runs.train", *TINY, "--out", str(out))
     assert proc.returncode == 1
     err = one_line_error(proc)
     assert f"{out / 'checkpoint'}: no usable checkpoint" in err and f"delete {out / 'checkpoint'}" in err
@@ -548,9 +549,9 @@ def test_a_resume_under_changed_code_is_recorded_and_listed_as_outdated(referenc
     assert train_cli(out) == 0
     assert "resumed under changed code: it was trained by code 0ld0ld0ld0ld0ld0" in capfd.readouterr().err
     meta = json.loads((out / run_layout.RUN_JSON).read_text())
-    assert meta["code_versions"] == ["0ld0ld0ld0ld0ld0", runfolder.code_version()]
+    assert meta["code_versions"] == ["0ld0ld0ld0ld0ld0", programs.code_version()]
     pd.testing.assert_frame_equal(_episodes(out), _episodes(reference), check_exact=True)
     done = status.run_status(tmp_path, "circle/d15/ppo/seed0", None, socket.gethostname(),
-                             code=runfolder.code_version())
+                             code=programs.code_version())
     assert done.state == "done" and status.outdated([done]) == [done]
     assert "0ld0ld0ld0ld0ld0" in done.detail

@@ -22,10 +22,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from algos import runfolder, runlock, train
-from metrics import run_layout
+from runs import runfolder, runlock, train
+from runs import run_layout
 from algos.config import config_from_dict
-from algos.pack import Member
+from runs.pack import Member
 from fake_runs import complete_run, tiny_config
 from metrics import atomic
 from metrics import cli as metrics_cli

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics import run_layout
+from runs import run_layout
 from fake_runs import complete_run
 
 REPO = Path(__file__).resolve().parent.parent

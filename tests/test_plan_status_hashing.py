@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from algos import runfolder
+from runs import runfolder
 from fake_runs import complete_run, tiny_config
-from metrics import run_layout
+from runs import run_layout
 from workflow import config_validation as cv
 from workflow import packs, status
 

@@ -1,6 +1,6 @@
 """Recorded shards give the same table and the same metrics as this platform's own trainer.
 
-The trainer (algos.train.run) trains PPO on a variant of the built-in goal task whose dynamics
+The trainer (runs.train.run) trains PPO on a variant of the built-in goal task whose dynamics
 ignore the policy's action (the agent moves by an action drawn from the env's own step key)
 and which also ends each episode early with probability 0.1 per step. So its episodes depend
 only on the env's keys, not on the learning, and a plain rollout of the same env from the same
@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 import metrics
-from algos import train
+from runs import train
 from algos.config import make_config
 from algos.core import EVAL_SALT
 from envs.base import Env

@@ -62,7 +62,7 @@ def test_scalar_names_must_be_unique_and_the_multiplier_one_of_them(monkeypatch)
 
 
 def test_trainer_cli_choices_are_the_tables():
-    from algos.train import parse_args
+    from runs.train import parse_args
 
     base = ["--task", "circle", "--bound", "25", "--seed", "0", "--out", "x"]
     for algo in ALGOS:

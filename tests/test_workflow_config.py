@@ -138,8 +138,8 @@ def test_fail_switch_matches_run_ids_by_pattern():
 
 
 def test_fail_switch_exits_before_training(tmp_path):
-    from algos import runfolder
-    from metrics import run_layout
+    from runs import runfolder
+    from runs import run_layout
 
     folder = run_layout.run_dir(tmp_path, "goal", 25, "ppo", 3)
     runfolder.write_spec(folder, cv.run_spec(cv.resolve({}), "goal", 25, "ppo", 3))

@@ -1,5 +1,5 @@
 """Tools around the tasks that do not decide a run's result: they live outside envs/, so an edit
-here does not change `algos.runfolder.code_version` (which hashes algos/, envs/ and recorders/ only).
+here does not change `algos.programs.code_version` (which hashes algos/, envs/ and recorders/ only).
 
     python -m tools.render TASK --out FILE.png        a task's layout and a short random rollout
     python -m tools.fidelity --reference tools/fidelity_reference.npz

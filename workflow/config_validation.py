@@ -147,7 +147,7 @@ def check_thresholds(thresholds) -> dict:
 
 def check_grid_values(cfg: Mapping) -> None:
     """Bounds that make a path label the trainer reads back exactly; seeds the trainer accepts."""
-    from metrics.run_layout import WILDCARD_PATTERNS, bound_label
+    from runs.run_layout import WILDCARD_PATTERNS, bound_label
 
     for i, bound in enumerate(cfg["bounds"]):
         if not math.isfinite(bound):
@@ -185,11 +185,11 @@ def check_adaptive(cfg: Mapping) -> dict:
 
 
 def run_spec(cfg: Mapping, task: str, bound: float, algo: str, seed: int) -> dict:
-    """One run's spec (algos.runfolder.spec_of): its trainer preset and resolved config, what
+    """One run's spec (runs.runfolder.spec_of): its trainer preset and resolved config, what
     the workflow writes into the run folder and the trainer trains. Raises the trainer's
     ConfigFieldError for a value it refuses."""
     from algos.config import BUDGET_FIELDS, make_config
-    from algos.runfolder import spec_of
+    from runs.runfolder import spec_of
 
     train = cfg["train"]
     overrides = dict(task=task, bound=float(bound), algo=algo, seed=int(seed), backend=cfg["backend"])
@@ -211,10 +211,10 @@ def _sweep_key(field: str, cfg: Mapping) -> str:
 
 
 def run_specs(cfg: Mapping) -> dict[str, dict]:
-    """Every run's spec, by run id (metrics.run_layout.run_id): building them is the trainer's check of
+    """Every run's spec, by run id (runs.run_layout.run_id): building them is the trainer's check of
     the sweep's options; a refusal becomes a ConfigError naming the sweep config key."""
     from algos.config import ConfigFieldError
-    from metrics.run_layout import run_id
+    from runs.run_layout import run_id
 
     env_keys = [key for key in cfg["train"].get("set", {}) if key.startswith("env.")]
     specs = {}

@@ -4,7 +4,7 @@ The runs of one program (same task and algorithm; bounds and seeds are runtime v
 are cut, in (bound, seed) order, into packs of `train.pack_size` (in an adaptive sweep, the
 runs of each round of seeds separately: workflow.adaptive). A pack is fixed by the grid
 alone, so it does not change while its pack-mates finish. At planning time a pack's *pending*
-members are those whose folder is not a complete run of their spec (algos.runfolder): only
+members are those whose folder is not a complete run of their spec (runs.runfolder): only
 they are the outputs of the pack's training job, so a rerun retrains a failed or missing run
 without its finished pack-mates, and a changed spec (another budget, a task option) retrains
 exactly the runs it changes. Thresholds, plots and the pack size are not in any spec. A
@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from algos import runfolder
-from metrics import run_layout
+from runs import runfolder
+from runs import run_layout
 
 
 class Pack(NamedTuple):
@@ -28,7 +28,7 @@ class Pack(NamedTuple):
 
 def pending_reason(folder: str | os.PathLike, spec: dict, verify: bool = False) -> str | None:
     """Why the run folder needs training for `spec`, or None when it holds that run complete
-    (a damaged table counts as incomplete: algos.runfolder.incomplete_reason)."""
+    (a damaged table counts as incomplete: runs.runfolder.incomplete_reason)."""
     reason = runfolder.incomplete_reason(folder, verify)
     if reason is not None:
         return reason

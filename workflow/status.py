@@ -31,11 +31,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
 
-from algos import runfolder
-from metrics import run_layout
+from algos import programs
+from runs import runfolder
+from runs import run_layout
 from metrics.cli import OneLineParser, one_line
-from metrics.run_layout import CHECKPOINT_DIR, JOB_MARKER, RUN_FILES
-from algos import runlock
+from runs.run_layout import CHECKPOINT_DIR, JOB_MARKER, RUN_FILES
+from runs import runlock
 from workflow.config_validation import DEFAULT_CONFIG, ConfigError, deep_merge, load_user_config, parse_overrides, resolve
 
 STATES = ("done", "running", "failed", "missing")
@@ -82,7 +83,7 @@ def marker_alive(marker: dict, slurm_jobs: set[str] | None, host: str) -> bool:
 
 def checkpoint_detail(cfg: dict | None, key: tuple, ckpt_dir: Path) -> str:
     """What the rerun will do with a run's checkpoint folder, in words ('' when there is none)."""
-    from algos import checkpoint
+    from runs import checkpoint
 
     if not checkpoint.exists(str(ckpt_dir)):
         return ""
@@ -171,7 +172,7 @@ def _last_line(path: Path) -> str:
 
 def sweep_status(cfg: dict, workdir: Path, slurm_jobs: set[str] | None = None, verify: bool = False
                  ) -> list[RunStatus]:
-    host, code = socket.gethostname(), runfolder.code_version()
+    host, code = socket.gethostname(), programs.code_version()
     return [_checked(workdir, run_layout.run_id(*key), slurm_jobs, host, cfg, key, code, verify)
             for key in run_keys(cfg, workdir)]
 

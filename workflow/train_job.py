@@ -1,9 +1,9 @@
-"""Run one training job of the sweep: a pack of runs, `python -m algos.train --spec ...`.
+"""Run one training job of the sweep: a pack of runs, `python -m runs.train --spec ...`.
 
     python -m workflow.train_job [--attempt N] [--threads N] DIR1/spec.json DIR2/spec.json ...
 
 For each run folder it takes the folder's lock, DIR/job.json (host, pid, SLURM job id, log;
-algos.runlock), which `python -m workflow.status` also reads: a folder whose earlier job
+runs.runlock), which `python -m workflow.status` also reads: a folder whose earlier job
 still runs is left out rather than trained twice at once. A retry (`--attempt` > 1) leaves
 out a run whose earlier attempt failed for a reason a retry would meet again (DIR/failure.json,
 written by the trainer on an error); retries after a time limit, preemption (exit 75), node
@@ -29,9 +29,9 @@ import subprocess
 import sys
 import time
 
-from metrics.run_layout import FAILURE_RECORD, RUNS_ROOT
-from algos.train import record_failure
-from algos import runlock
+from runs.run_layout import FAILURE_RECORD, RUNS_ROOT
+from runs.train import record_failure
+from runs import runlock
 
 FAIL_RUNS_ENV = "SAFERL_FAIL_RUNS"
 LOCK_WAIT_ENV = "SAFERL_LOCK_WAIT_S"  # how long to wait for a live owner of the run folder (default 120)
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
     admitted = [spec for spec in args.specs if admit(spec, args.attempt, say)]
     if not admitted:
         sys.exit(1)
-    cmd = [sys.executable, "-m", "algos.train", "--spec", *admitted]
+    cmd = [sys.executable, "-m", "runs.train", "--spec", *admitted]
     if args.threads is not None:
         cmd += ["--threads", str(args.threads)]
     if args.pack_runs:

@@ -19,7 +19,7 @@ def read_summaries(paths):
 
 
 def read_traces(paths) -> pd.DataFrame:
-    from metrics import run_layout
+    from runs import run_layout
 
     frames = []
     for path in paths:

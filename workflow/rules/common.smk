@@ -10,7 +10,7 @@
 #   AGGREGATE_FILES      stage-2 outputs (threshold-free) by name, e.g. AGGREGATE_FILES["iqm"]
 #   TIER_FILES           stage-3 outputs (threshold-dependent): "tiers", "conditions"
 #   run_path(name, **wildcards)    a file inside one run's folder
-#   RUN_FILES            the files of a complete run folder (metrics.run_layout names them)
+#   RUN_FILES            the files of a complete run folder (runs.run_layout names them)
 #   PACKS                the packs of the grid (workflow/packs.py), each with its pending runs
 # A rule file that makes products appends their paths to PRODUCT_TARGETS; rule `all`
 # and the report collect them.
@@ -18,8 +18,8 @@ import itertools
 import os
 import sys
 
-from metrics import run_layout
-from metrics.run_layout import RUN_FILES, bound_label
+from runs import run_layout
+from runs.run_layout import RUN_FILES, bound_label
 from metrics.aggregate import META_FILE, OUTPUT_FILES
 from metrics.tiers import TIER_FILES as _TIER_FILE_NAMES
 from workflow import adaptive, packs

@@ -1,6 +1,6 @@
 """One trainer per run folder: the job marker `job.json` is also the folder's lock.
 
-The trainer (algos.train) takes the lock of every folder it trains; the sweep's job wrapper
+The trainer (runs.train) takes the lock of every folder it trains; the sweep's job wrapper
 (workflow.train_job) takes it first, for the whole job, and the trainer it starts accepts
 its parent's lock as its own. The marker names the job (host, pid and the process's start
 time, SLURM job id, log). The lock is held while that process lives or until it marks the
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from metrics.run_layout import JOB_MARKER
+from runs.run_layout import JOB_MARKER
 
 LOG_ENV = "SAFERL_TRAIN_LOG"  # the job's log, recorded in the marker for workflow.status
 SLURM_ACTIVE_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}

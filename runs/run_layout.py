@@ -4,14 +4,14 @@ A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` holds
 - `episodes.parquet`, `trace.parquet`: written by the trainer, each atomically;
 - `spec.json`: the run spec, what to train (trainer preset name and the resolved config),
   written by the workflow before the run is trained and read by the trainer;
-- `run.json`: written last by the trainer; it vouches for the two tables (algos.runfolder
+- `run.json`: written last by the trainer; it vouches for the two tables (runs.runfolder
   writes it and says when a folder is complete);
 - `summary.parquet`: stage 1 of the metrics (the workflow's summarise rule);
 - `verified.json`: the size and mtime at which each table last hashed to run.json's sha256
   (Snakemake touches a job's outputs after it ends, so run.json's mtimes are older);
-- `checkpoint/`: while a run is interrupted (algos.checkpoint);
-- `progress.json`: while a run trains, its updates done, rate and time left (algos.pack);
-- `job.json`: the job marker and lock: who runs (or last ran) this folder (algos.runlock);
+- `checkpoint/`: while a run is interrupted (runs.checkpoint);
+- `progress.json`: while a run trains, its updates done, rate and time left (runs.pack);
+- `job.json`: the job marker and lock: who runs (or last ran) this folder (runs.runlock);
 - `failure.json`: why the last attempt failed, when it failed for good (not a time limit).
 
 Why here: the workflow owns the runs and the trainer writes them, and each must name the same

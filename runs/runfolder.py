@@ -1,6 +1,6 @@
 """The trainer's side of the run folder: its writers and the completeness check of what it wrote.
 
-The folder's layout (paths, file names, markers, bound labels) is `metrics.run_layout`, which
+The folder's layout (paths, file names, markers, bound labels) is `runs.run_layout`, which
 the workflow reads too. Here: the run spec (written by the workflow, read by the trainer), the
 code version a run was trained with, the atomic writers of the tables and JSON files, and
 `incomplete_reason`: a folder is complete when run.json (written last) says so and each table
@@ -17,24 +17,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from metrics import run_layout as layout
+from runs import run_layout as layout
 from metrics.atomic import atomic_write as _atomic
-
-# The source folders whose code decides a run's result (see code_version); recorders: the
-# trainer logs its iterates with recorders.jax_recorder.
-CODE_PACKAGES = ("algos", "envs", "recorders")
-
-
-def code_version(repo: str | os.PathLike | None = None) -> str:
-    """sha256 (16 hex digits) of the Python sources of CODE_PACKAGES: changes with any edit to
-    the code that trains a run, comments included (a conservative trigger)."""
-    repo = Path(repo) if repo is not None else Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256()
-    for package in CODE_PACKAGES:
-        for path in sorted((repo / package).rglob("*.py")):
-            digest.update(str(path.relative_to(repo)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
-
 
 # ---- the run spec ------------------------------------------------------------------------
 def spec_of(preset: str, config) -> dict:

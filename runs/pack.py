@@ -3,7 +3,7 @@ checkpoint, train in chunks, checkpoint each member between chunks, evaluate the
 
 Every member is a run of its own: its seed stream and checkpoints are those of a run trained
 alone, so a member resumes alone or in another pack. A member whose training diverges is
-dropped from the pack; the others go on. The loop returns what the job (algos.train) needs to
+dropped from the pack; the others go on. The loop returns what the job (runs.train) needs to
 write the run folders and failure records: it sets no signal handlers, takes no locks and
 writes nothing but checkpoints.
 """
@@ -57,7 +57,7 @@ class Progress:
 
     def __init__(self, host: HostLog, train_s: float = 0.0, restarts: int = 0, keep: str | None = None,
                  code_versions: tuple = ()):
-        from algos.runfolder import code_version
+        from algos.programs import code_version
 
         self.host, self.train_s, self.restarts, self.keep = host, train_s, restarts, keep
         now = code_version()
@@ -86,7 +86,7 @@ def _stack(trees):
 
 
 def pack_name(members) -> str:
-    from metrics.run_layout import run_id
+    from runs.run_layout import run_id
 
     first = members[0].config
     return run_id(first.task, first.bound, first.algo, first.seed) + (f" +{len(members) - 1}" if len(members) > 1 else "")
@@ -104,10 +104,10 @@ def _start(members, compiled, slots, say) -> tuple[object, list[Progress]]:
     import jax
     import jax.numpy as jnp
 
-    from algos import checkpoint
+    from runs import checkpoint
     from algos.config import stacked_hyper
     from algos.registry import get as get_algorithm
-    from metrics.run_layout import CHECKPOINT_DIR
+    from runs.run_layout import CHECKPOINT_DIR
 
     configs = padded_configs(members, slots)
     fresh = compiled.init(jnp.asarray([c.seed for c in configs], jnp.int32), stacked_hyper(configs))
@@ -145,15 +145,15 @@ def _start(members, compiled, slots, say) -> tuple[object, list[Progress]]:
 
 
 def member_name(m: Member) -> str:
-    from metrics.run_layout import run_id
+    from runs.run_layout import run_id
 
     return run_id(m.config.task, m.config.bound, m.config.algo, m.config.seed)
 
 
 def _save(m: Member, p: Progress, state) -> None:
     """The member's checkpoint from its slice of the pack's state (on the host)."""
-    from algos import checkpoint
-    from metrics.run_layout import CHECKPOINT_DIR
+    from runs import checkpoint
+    from runs.run_layout import CHECKPOINT_DIR
 
     meta = {"config": checkpoint.identity_of(m.config), "train_s": p.train_s, "restarts": p.restarts,
             "code_versions": p.code_versions}
@@ -272,7 +272,7 @@ def write_progress(out: str, update: int, updates: int, steps_per_s: float, eta_
     """The run's progress.json (read by workflow.status while the run trains; removed with the
     checkpoint once the run folder is complete)."""
     from metrics.atomic import write_text
-    from metrics.run_layout import PROGRESS
+    from runs.run_layout import PROGRESS
 
     finite = (lambda x: float(x) if math.isfinite(x) else None)
     write_text(os.path.join(out, PROGRESS), json.dumps(

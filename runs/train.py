@@ -1,11 +1,11 @@
 """The training job: train one run, or a pack of runs of one program, into their run folders.
 
-    python -m algos.train --task goal --bound 25 --algo ppo_lag --seed 0 --out DIR   # one run
-    python -m algos.train --spec DIR1/spec.json DIR2/spec.json ...                    # a pack
+    python -m runs.train --task goal --bound 25 --algo ppo_lag --seed 0 --out DIR   # one run
+    python -m runs.train --spec DIR1/spec.json DIR2/spec.json ...                    # a pack
 
-A run spec (spec.json, written by the workflow: algos.runfolder.write_spec) holds the trainer
+A run spec (spec.json, written by the workflow: runs.runfolder.write_spec) holds the trainer
 preset and the resolved config of the run in its folder; the trainer trains exactly that.
-This module is the job around the training loop (algos.pack): the command line, the folder
+This module is the job around the training loop (runs.pack): the command line, the folder
 locks, which folders need training, the signals, the run folders, failure records and exit
 statuses. Runs of one static config train together as one program. Training goes in jitted
 chunks of updates; every member checkpoints into its own folder between chunks (every
@@ -28,9 +28,9 @@ import signal
 import sys
 import time
 
-from algos import runlock
+from runs import runlock
 from algos.config import ALGOS, BUDGET_FIELDS, PRESETS  # no JAX: XLA_FLAGS can still be set in main
-from algos.pack import Member, Progress, member_name, train_pack
+from runs.pack import Member, Progress, member_name, train_pack
 from algos.programs import enable_compilation_cache
 
 EXIT_TEMPFAIL = 75  # EX_TEMPFAIL: interrupted, checkpoint written, restart to continue
@@ -60,8 +60,8 @@ class _StopFlag:
 
 def _to_train(members, say) -> tuple[list, dict]:
     """The members that need training, and failures of folders that hold another run."""
-    from algos import runfolder
-    from metrics import run_layout
+    from runs import runfolder
+    from runs import run_layout
 
     todo, failures = [], {}
     for m in members:
@@ -73,11 +73,11 @@ def _to_train(members, say) -> tuple[list, dict]:
                 failures[m.out] = (f"{m.out} holds a complete run of another config (fields {differ}); "
                                    f"delete the folder to train this run there")
                 continue
-            say(f"[algos.train] {m.out}: run already complete")
+            say(f"[runs.train] {m.out}: run already complete")
             continue
         stale = os.path.join(m.out, run_layout.RUN_JSON)
         if os.path.exists(stale):  # a half-written folder must not look complete while it is retrained
-            say(f"[algos.train] {m.out}: incomplete ({reason}); training it again")
+            say(f"[runs.train] {m.out}: incomplete ({reason}); training it again")
             os.remove(stale)
         todo.append(m)
     return todo, failures
@@ -85,7 +85,7 @@ def _to_train(members, say) -> tuple[list, dict]:
 
 def run_pack(members, *, env=None, stop_after_chunks: int | None = None, quiet: bool = False,
              stop_at: float | None = None, planned: int = 0) -> int:
-    """Train (or resume) every member (algos.pack.Member); returns the exit status: 0, 75 when
+    """Train (or resume) every member (runs.pack.Member); returns the exit status: 0, 75 when
     stopped early (checkpoints written), 1 when a member failed (recorded in its failure.json).
 
     `stop_at` (a time.time() value): checkpoint and exit 75 as soon as another chunk might
@@ -111,7 +111,7 @@ def _lock(members, say) -> tuple[list, list]:
         try:
             runlock.acquire(m.out, wait_s=0)
         except runlock.RunFolderLocked as err:
-            say(f"algos.train: {err}")
+            say(f"runs.train: {err}")
             refused.append(m)
             continue
         owned.append(m)
@@ -137,13 +137,13 @@ def _train_owned(members, refused, env, say, stop_after_chunks, stop_at, planned
     for m in members:
         if m.out in failures:
             record_failure(m.out, failures[m.out])
-            say(f"algos.train: {failures[m.out]}")
+            say(f"runs.train: {failures[m.out]}")
         elif why is None:
             clear_failure(m.out)
     if failures or refused:
         return 1
     if why is not None:
-        say(f"[algos.train] {why}: checkpoints written, exiting {EXIT_TEMPFAIL}")
+        say(f"[runs.train] {why}: checkpoints written, exiting {EXIT_TEMPFAIL}")
         return EXIT_TEMPFAIL
     return 0
 
@@ -167,7 +167,7 @@ def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None,
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m algos.train", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m runs.train", description=__doc__.split("\n")[0])
     parser.add_argument("--spec", nargs="+", metavar="SPEC_JSON",
                         help="run specs (DIR/spec.json) of one program: train them as a pack, each into its DIR")
     single = parser.add_argument_group("one run from a trainer preset (instead of --spec)")
@@ -219,11 +219,12 @@ def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_siz
     import jax
     import numpy as np
 
-    from algos import runfolder
+    from runs import runfolder
     from algos.registry import get as get_algorithm
     from algos.trace_schema import trace_columns
-    from metrics import episode_table, run_layout
+    from metrics import episode_table
 
+    from runs import run_layout
     config = m.config
     algorithm = get_algorithm(config.algo)
     arrays = p.host.arrays()
@@ -277,15 +278,15 @@ def _versions() -> dict:
 def record_failure(out_dir: str, message: str) -> None:
     """failure.json: the last attempt failed for a reason a retry would meet again (an error,
     not a signal or a time limit); workflow.train_job reads it before a retry."""
-    from algos import runfolder
-    from metrics import run_layout
+    from runs import runfolder
+    from runs import run_layout
 
     runfolder.write_json(os.path.join(out_dir, run_layout.FAILURE_RECORD),
                          {"error": message, "time": time.time(), "host": platform.node(), "pid": os.getpid()})
 
 
 def clear_failure(out_dir: str) -> None:
-    from metrics.run_layout import FAILURE_RECORD
+    from runs.run_layout import FAILURE_RECORD
 
     path = os.path.join(out_dir, FAILURE_RECORD)
     if os.path.exists(path):
@@ -295,7 +296,7 @@ def clear_failure(out_dir: str) -> None:
 def members_from_args(args: argparse.Namespace) -> list:
     """The runs to train: from their spec files, or the one run the options describe.
     Raises ValueError naming the file or option."""
-    from algos import runfolder
+    from runs import runfolder
 
     if args.spec is None:
         if os.path.exists(args.out) and not os.path.isdir(args.out):
@@ -309,7 +310,7 @@ def members_from_args(args: argparse.Namespace) -> list:
 
 
 def main(argv=None) -> int:
-    from algos.checkpoint import CheckpointError
+    from runs.checkpoint import CheckpointError
 
     args = parse_args(argv)
     if args.threads == 1:  # must happen before JAX starts its CPU backend
@@ -317,7 +318,7 @@ def main(argv=None) -> int:
     try:
         members = members_from_args(args)
     except ValueError as err:
-        print(f"algos.train: {err}", file=sys.stderr)
+        print(f"runs.train: {err}", file=sys.stderr)
         if args.spec is None and not os.path.isfile(args.out):
             os.makedirs(args.out, exist_ok=True)
             record_failure(args.out, f"invalid arguments: {err}")
@@ -327,7 +328,7 @@ def main(argv=None) -> int:
         return run_pack(members, stop_after_chunks=args.stop_after_chunks, stop_at=args.stop_at,
                         planned=args.pack_runs)
     except CheckpointError as err:  # the message says what to do; no traceback needed
-        print(f"algos.train: {err}", file=sys.stderr)
+        print(f"runs.train: {err}", file=sys.stderr)
         for m in members:
             record_failure(m.out, str(err))
         return 1
@@ -339,7 +340,7 @@ def main(argv=None) -> int:
                 record_failure(m.out, f"{type(err).__name__}: {err}")
             raise
         # disk full, quota, an I/O error: the next attempt may find space; not recorded as final
-        print(f"algos.train: {err}: a transient I/O error, not recorded as a failure; a retry resumes "
+        print(f"runs.train: {err}: a transient I/O error, not recorded as a failure; a retry resumes "
               f"from the last checkpoint", file=sys.stderr)
         return EXIT_TEMPFAIL
     except Exception as err:
