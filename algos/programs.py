@@ -159,7 +159,7 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
 # ---- serialised executables -------------------------------------------------------------
 # A hit in JAX's persistent cache still traces and lowers the programs (seconds each); a
 # program's serialised executable, stored beside that cache under a key of everything that
-# shapes it, loads without either (benchmarks/compile_time.py --executables measures both).
+# shapes it, loads without either (benchmarks/program_load.py measures each).
 EXECUTABLES_DIR = "executables"
 
 

@@ -211,3 +211,53 @@ def test_status_shows_a_running_runs_fraction_and_time_left(tmp_path):
     assert progress_detail(tmp_path) == ""  # before the first chunk ends
     write_progress(str(tmp_path), 40, 160, 5000.0, 75.0)
     assert progress_detail(tmp_path) == "25% (update 40/160), 00:01:15 left"
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    """The persistent cache folder (where the executables go) set to a fresh one for one test."""
+    import jax
+
+    before = jax.config.jax_compilation_cache_dir
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path))
+    yield tmp_path
+    jax.config.update("jax_compilation_cache_dir", before)
+
+
+def test_a_program_loads_from_its_serialised_executable_without_tracing(cache_dir, monkeypatch):
+    """Compiled once, a program's executables are stored beside the persistent cache; the next
+    process (here: the memo emptied) loads them without building or tracing anything and
+    computes the same; a damaged file is only a cache miss."""
+    import glob
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from algos import core, programs
+    from algos.config import hyper_of
+
+    monkeypatch.setattr(programs, "_COMPILED", {})
+    cfg = config(15.0, 0)
+    first = programs.compile_programs(cfg)
+    stored = glob.glob(str(cache_dir / programs.EXECUTABLES_DIR / "*.pkl"))
+    assert len(stored) == 1
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("traced again")
+
+    monkeypatch.setattr(programs, "_COMPILED", {})
+    monkeypatch.setattr(core, "build_programs", no_build)
+    loaded = programs.compile_programs(cfg)
+    h = hyper_of(cfg)
+    runs = [c.chunk(c.init(jnp.int32(3), h), h, jnp.int32(2))[0] for c in (first, loaded)]
+    for a, b in zip(*(jax.tree_util.tree_leaves(r) for r in runs)):
+        assert np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+    with open(stored[0], "wb") as f:
+        f.write(b"not a pickle")
+    monkeypatch.undo()  # build_programs back
+    monkeypatch.setattr(programs, "_COMPILED", {})
+    assert programs.compile_programs(cfg).compile_s > 0
+    with open(stored[0], "rb") as f:
+        assert f.read(12) != b"not a pickle"  # compiled again and stored whole
