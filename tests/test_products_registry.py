@@ -36,7 +36,7 @@ def build(inputs, outputs, settings, wildcards):
     import pandas as pd
 
     from workflow.products.style import algo_label
-    from workflow.products.sweep_io import save_figure
+    from workflow.products.outputs import save_figure
 
     iqm = pd.read_csv(inputs["iqm"])
     rows = iqm[(iqm["metric"] == settings["toy_metric"]) & (iqm["phase"] == "final_greedy")]
