@@ -78,7 +78,7 @@ def stale_flags(cfg: dict, packs, root: str | os.PathLike = ".") -> dict[str, st
 def stale_flag(run: str, spec: dict, root: str | os.PathLike = ".") -> str | None:
     """For a pending run whose run.json exists: the flag file its pack's job waits for, named
     after the spec and run.json's bytes, so the flag of an earlier state of the folder (kept
-    as the record of why it retrained) never stands for this one; None without run.json.""" 
+    as the record of why it retrained) never stands for this one; None without run.json."""
     run_json = os.path.join(root, run_layout.RUNS_ROOT, run, run_layout.RUN_JSON)
     try:
         with open(run_json, "rb") as f:

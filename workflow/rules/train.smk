@@ -46,7 +46,7 @@ for _pack in PACKS:
 
 
 rule stale_run:
-    """The flag of a pending run whose files exist: why it retrains (its pack's job waits for it)."""
+    """The flag of a pending run whose run.json exists: why it retrains (its pack's job waits for it)."""
     output:
         packs.STALE_DIR + "/{task}/d{bound}/{algo}/seed{seed}.{digest}.txt",
     wildcard_constraints:
