@@ -43,7 +43,19 @@ rule all:
     input:
         lambda wildcards: [path for name in RUN_FILES for path in all_runs(name)],
         lambda wildcards: all_runs(run_layout.SUMMARY),
+        STALE_FLAGS.values(),
         AGGREGATE_FILES.values(),
         TIER_FILES.values(),
         PRODUCT_TARGETS,
         REPORT,
+
+
+# Snakemake applies a profile's set-threads / set-resources by rule name and ignores a name
+# that is no rule; training rules are named per pack (train_goal_ppo_p0), so a `train:` entry
+# would silently give them nothing.
+_unknown = sorted((set(workflow.resource_settings.overwrite_threads) | set(workflow.resource_settings.overwrite_resources))
+                  - {r.name for r in workflow.rules})
+if _unknown:
+    raise WorkflowError(f"the profile's set-threads/set-resources name no rule: {', '.join(_unknown)}; training rules are "
+                        "named per pack (train_<task>_<algo>_p<k>) and take default-resources and config train.threads "
+                        "(docs/workflow.md)")

@@ -1,1 +1,1 @@
-"""Safe RL algorithms in JAX (PPO, PPO-Lag, P3O, FOCOPS) on one jitted PPO core."""
+"""Safe RL algorithms in JAX on one PPO core; algos/registry.py's table lists them (docs/algos.md)."""

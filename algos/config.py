@@ -31,6 +31,7 @@ NOT_IDENTITY = ("checkpoint_every_s", "pack_mode")
 IDENTITY_FIELDS = ("task", "bound", "algo", "seed", "backend")
 # The budget a sweep may set per trainer preset (the sweep config's train.KEY, the CLI's --KEY).
 BUDGET_FIELDS = ("total_steps", "num_envs", "episode_length", "eval_episodes")
+SEED_LIMIT = 2**31  # seeds are int32 PRNG seeds: 0 <= seed < SEED_LIMIT
 
 
 class ConfigFieldError(ValueError):
@@ -155,7 +156,7 @@ class TrainConfig:
             raise bad("num_envs", f"must divide batch_size * num_minibatches = {self.sequences_per_update}")
         if not self.policy_hidden or not self.critic_hidden:
             raise bad("policy_hidden", "network sizes must list at least one hidden layer")
-        if self.seed < 0 or self.seed >= 2**31:
+        if self.seed < 0 or self.seed >= SEED_LIMIT:
             raise bad("seed", "must be in [0, 2**31)")
         if self.pack_mode not in PACK_MODES:
             raise bad("pack_mode", f"must be one of {PACK_MODES}")
@@ -220,25 +221,32 @@ def stacked_hyper(configs) -> Hyper:
 
 # ---- presets ---------------------------------------------------------------------------
 # `paper`: CRAX's networks and schedule and the paper's budget, CRAX's sparse goal reward.
-# `cpu`: the default; small networks and budget so one run takes seconds on one core, and the
-# goal task with Safety-Gym-style distance shaping so that learning shows (docs/envs.md).
-PRESETS: dict[str, dict] = {
-    "cpu": dict(
-        num_envs=64, episode_length=500, total_steps=800_000,
-        batch_size=64, num_minibatches=4, num_epochs=4,
-        policy_hidden=(32, 32), critic_hidden=(64, 64),
-        chunk_updates=100,
+# `cpu`: the default; small networks and budget so one run takes seconds on one core, and
+# goal and push with Safety-Gym-style shaping so that learning shows (docs/envs.md).
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """A trainer preset: the TrainConfig fields it changes, and the options it passes to some
+    tasks (envs.make keywords; part of a run's identity, spec.json's env_kwargs)."""
+
+    config: dict[str, Any]
+    task_options: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+
+
+PRESETS: dict[str, Preset] = {
+    "cpu": Preset(
+        config=dict(
+            num_envs=64, episode_length=500, total_steps=800_000,
+            batch_size=64, num_minibatches=4, num_epochs=4,
+            policy_hidden=(32, 32), critic_hidden=(64, 64),
+            chunk_updates=100,
+        ),
+        # shaping for goal and push; contact_model "mjx" is the tasks' default, named because
+        # task options are part of a run's identity (spec.json): without it existing runs differ
+        task_options={"goal": {"reward_distance_scale": 1.0, "contact_model": "mjx"},
+                      "push": {"reward_agent_block_scale": 1.0, "contact_model": "mjx"},
+                      "button": {"contact_model": "mjx"}},
     ),
-    "paper": {},
-}
-# task options a preset switches on, per task (only tasks listed get them)
-PRESET_ENV_KWARGS: dict[str, dict[str, dict]] = {
-    # shaping for goal and push; contact_model "mjx" is the tasks' default, named here because
-    # env_kwargs are part of a run's identity (spec.json): without it existing runs differ
-    "cpu": {"goal": {"reward_distance_scale": 1.0, "contact_model": "mjx"},
-            "push": {"reward_agent_block_scale": 1.0, "contact_model": "mjx"},
-            "button": {"contact_model": "mjx"}},
-    "paper": {},
+    "paper": Preset(config={}),
 }
 
 
@@ -285,10 +293,10 @@ def make_config(preset: str = "cpu", overrides: dict | None = None,
     """
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
-    values = dict(PRESETS[preset])
+    values = dict(PRESETS[preset].config)
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     task = values.get("task", TrainConfig.task)
-    env_kwargs = dict(PRESET_ENV_KWARGS[preset].get(task, {}))
+    env_kwargs = dict(PRESETS[preset].task_options.get(task, {}))
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
     for item in sets:
         if "=" not in item:

@@ -102,10 +102,10 @@ def net_config(name: str, num_envs: int):
     if name == "preset":
         return make_config("cpu", dict(task="goal", algo="ppo_lag", bound=25.0))
     if name == "crax":
-        base = dict(PRESETS["paper"])
+        base = dict(PRESETS["paper"].config)
         sets = []
     else:
-        cpu = PRESETS["cpu"]
+        cpu = PRESETS["cpu"].config
         sequences = num_envs  # one unroll per env per update
         minibatches = 4
         base = dict(cpu, num_envs=num_envs)

@@ -57,10 +57,6 @@ def _distances(xy, centres):
     return jnp.sqrt(dx * dx + dy * dy)
 
 
-def goal_distance(xy, goals):
-    return jnp.maximum(0.0, jnp.min(jnp.sqrt(jnp.sum((goals - xy) ** 2, axis=-1))) - GOAL_RADIUS)
-
-
 def wall_contact(model: str):
     def contact(qpos, qvel, ctrl, extra, warm):
         con = contacts.square_wall_contacts(qpos, WALL_INNER)

@@ -189,7 +189,3 @@ def last_acceleration(state: PointState):
 def control(action):
     """Actions are clipped to [-1, 1] (MuJoCo ctrlrange)."""
     return jnp.clip(action, -1.0, 1.0)
-
-
-def heading_vector(qpos):
-    return jnp.stack([jnp.cos(qpos[2]), jnp.sin(qpos[2])])

@@ -363,12 +363,12 @@ def test_trainer_refuses_an_out_that_is_a_file(tmp_path):
 def test_slurm_profiles_grow_runtime_and_memory_per_attempt_and_rules_set_no_resources():
     for name in ("slurm", "slurm-local"):
         prof = yaml.safe_load((REPO / "cluster_profiles" / name / "config.yaml").read_text())
-        for rule in ("train",):
-            res = prof["set-resources"][rule]
+        # the training packs' resources are the defaults (their rules are named per pack)
+        for res in (prof["default-resources"], {**prof["default-resources"], **prof["set-resources"]["aggregate"]}):
             runtime = [eval(str(res["runtime"]), {"attempt": a}) for a in (1, 2, 3)]
             mem = [eval(str(res["mem_mb"]), {"attempt": a}) for a in (1, 2, 3)]
             assert runtime == sorted(set(runtime)) and mem == sorted(set(mem)), (name, runtime, mem)
-        assert "attempt" in str(prof["default-resources"]["mem_mb"])
+        assert prof["default-resources"]["gpu"] == 1 and prof["set-resources"]["aggregate"]["gpu"] == 0
     for smk in (REPO / "workflow" / "rules").glob("*.smk"):
         text = smk.read_text()
         assert "runtime=" not in text and "mem_mb=" not in text, smk

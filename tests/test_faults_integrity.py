@@ -163,7 +163,7 @@ def test_a_second_trainer_on_a_locked_folder_is_refused_and_writes_nothing(tmp_p
 
 def test_a_trainer_accepts_the_lock_of_the_job_that_started_it(tmp_path):
     runlock.acquire(tmp_path, wait_s=0)  # this process plays the job wrapper
-    code = ("import sys; from algos import runlock; print(runlock.acquire(sys.argv[1], wait_s=0)); "
+    code = ("import sys; from runs import runlock; print(runlock.acquire(sys.argv[1], wait_s=0)); "
             "runlock.release(sys.argv[1])")
     child = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
                            env=dict(os.environ, PYTHONPATH=str(REPO)), cwd=REPO)

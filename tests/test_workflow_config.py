@@ -259,9 +259,9 @@ def test_launcher_submits_the_controller_through_submitit(tmp_path):
 def test_slurm_profile_asks_one_gpu_and_four_cores_per_run_and_more_time_per_attempt():
     prof = yaml.safe_load((REPO / "cluster_profiles" / "slurm" / "config.yaml").read_text())
     assert prof["executor"] == "slurm"
-    assert prof["set-threads"]["train"] == 4
-    assert prof["set-resources"]["train"]["gpu"] == 1
-    runtime = prof["set-resources"]["train"]["runtime"]
+    assert cv.resolve({"preset": "paper"})["train"]["threads"] == 4  # the training rules' threads
+    assert prof["default-resources"]["gpu"] == 1  # the training packs' resources
+    runtime = prof["default-resources"]["runtime"]
     assert [eval(runtime, {"attempt": a}) for a in (1, 2, 3)] == [180, 360, 540]
     assert prof["retries"] >= 1 and prof["rerun-incomplete"] is True
     assert prof["keep-incomplete"] is True  # a pack that failed for one run keeps its pack-mates' folders

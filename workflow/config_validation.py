@@ -123,7 +123,6 @@ def _in_schema_order(cfg: Mapping, node: Mapping) -> dict:
     return {**ordered, **{k: v for k, v in cfg.items() if k not in props}}
 
 
-SEED_LIMIT = 2**31  # the trainer's seeds are int32 PRNG seeds
 MAX_RUNS = 100_000  # a grid past this is a typo (the paper's is 1440), not a plan to build
 # JSON Schema's "integer" admits 2.0; a count or seed written as a float is refused instead
 # (range(2.0) and the trainer's int32 seeds would fail later, far from the config).
@@ -147,6 +146,7 @@ def check_thresholds(thresholds) -> dict:
 
 def check_grid_values(cfg: Mapping) -> None:
     """Bounds that make a path label the trainer reads back exactly; seeds the trainer accepts."""
+    from algos.config import SEED_LIMIT
     from runs.run_layout import WILDCARD_PATTERNS, bound_label
 
     for i, bound in enumerate(cfg["bounds"]):

@@ -7,17 +7,24 @@ alone, so it does not change while its pack-mates finish. At planning time a pac
 members are those whose folder is not a complete run of their spec (runs.runfolder): only
 they are the outputs of the pack's training job, so a rerun retrains a failed or missing run
 without its finished pack-mates, and a changed spec (another budget, a task option) retrains
-exactly the runs it changes. Thresholds, plots and the pack size are not in any spec. A
-pending run whose files exist gets its spec.json written or touched when the workflow is
-planned (`mark_stale`, even in a dry run), as an input newer than those files.
+exactly the runs it changes. Thresholds, plots and the pack size are not in any spec.
+
+Planning only reads. A pending run whose run.json exists (trained for another spec, or
+damaged) is not missing to Snakemake; its flag (`stale_flags`) is: a file the targets ask for
+and its pack's job takes as input, so the job is planned (workflow/rules/train.smk).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from typing import NamedTuple
 
 from runs import runfolder
 from runs import run_layout
+
+STALE_DIR = "results/logs/stale"  # flags of pending runs whose files exist: why each retrained
+STALE_DIGEST = 12  # hex digits of a flag's name
 
 
 class Pack(NamedTuple):
@@ -62,19 +69,24 @@ def write_specs(cfg: dict, runs, root: str | os.PathLike = ".") -> None:
         runfolder.write_spec(os.path.join(root, run_layout.RUNS_ROOT, run), cfg["specs"][run])
 
 
-def mark_stale(cfg: dict, packs, root: str | os.PathLike = ".") -> dict:
-    """For each pending run whose folder already holds run files: its spec.json, written (or
-    touched, when it already says the same) so that it is newer than them; {run id: path}.
-    These are the runs Snakemake would otherwise take as up to date."""
-    stale = {}
-    for pack in packs:
-        for run in pack.pending:
-            folder = os.path.join(root, run_layout.RUNS_ROOT, run)
-            if any(os.path.exists(os.path.join(folder, f)) for f in run_layout.RUN_FILES):
-                if not runfolder.write_spec(folder, cfg["specs"][run]):
-                    os.utime(os.path.join(folder, run_layout.SPEC))
-                stale[run] = os.path.join(run_layout.RUNS_ROOT, run, run_layout.SPEC)
-    return stale
+def stale_flags(cfg: dict, packs, root: str | os.PathLike = ".") -> dict[str, str]:
+    """{run id: its flag} for every pending run of `packs` whose run.json exists."""
+    flags = {run: stale_flag(run, cfg["specs"][run], root) for pack in packs for run in pack.pending}
+    return {run: flag for run, flag in flags.items() if flag}
+
+
+def stale_flag(run: str, spec: dict, root: str | os.PathLike = ".") -> str | None:
+    """For a pending run whose run.json exists: the flag file its pack's job waits for, named
+    after the spec and run.json's bytes, so the flag of an earlier state of the folder (kept
+    as the record of why it retrained) never stands for this one; None without run.json."""
+    run_json = os.path.join(root, run_layout.RUNS_ROOT, run, run_layout.RUN_JSON)
+    try:
+        with open(run_json, "rb") as f:
+            state = f.read()
+    except FileNotFoundError:
+        return None  # run.json is missing: Snakemake plans the job for it anyway
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode() + b"\0" + state).hexdigest()[:STALE_DIGEST]
+    return f"{STALE_DIR}/{run}.{digest}.txt"
 
 
 def verify_for_summary(folder: str | os.PathLike) -> None:

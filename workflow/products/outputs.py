@@ -8,17 +8,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from metrics.atomic import atomic_write as _atomic
 from metrics.atomic import write_text  # noqa: F401  (products write text through this module)
 
 
-def save_figure(fig, paths, dpi: int = 150) -> None:
-    """Save one figure to every path given (format from the suffix: .pdf, .png) and close it."""
+def save_figure(fig, paths, settings) -> None:
+    """Save one figure to every path given (format from the suffix: .pdf, .png) at the
+    configured dpi (`settings["dpi"]`, workflow/products/settings.py) and close it."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
+    import matplotlib.pyplot as plt  # here: product modules import this at workflow parse time
+
+    dpi = settings["dpi"]
     try:
         for path in paths:
             fmt = Path(path).suffix.lstrip(".").lower()

@@ -68,13 +68,6 @@ def iqm_inputs(files, wildcards) -> dict:
     return {"iqm": files.aggregate["iqm"], "tiers": files.tiers["tiers"], "runs": files.runs("run.json")}
 
 
-def save_figure(fig, out, settings) -> None:
-    """Write a figure as PDF and PNG at the configured dpi."""
-    from .outputs import save_figure as atomic_save
-
-    atomic_save(fig, out, dpi=settings["dpi"])
-
-
 def apply_settings(settings) -> None:
     """The configured font size for every figure drawn after this."""
     from .style import apply_rc

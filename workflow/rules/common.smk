@@ -1,6 +1,6 @@
 # Configuration, the grid and the paths every rule file shares.
 #
-# Names other rule files may use (figures.smk, tables.smk build on these):
+# Names other rule files may use:
 #   CFG                  the validated config (workflow/config_validation.py), seeds as a list
 #   TASKS, BOUNDS, ALGOS, SEEDS   the grid; BOUNDS are the path labels ("25", "12.5")
 #   RUN_DIR              "results/runs/{task}/d{bound}/{algo}/seed{seed}"
@@ -12,6 +12,8 @@
 #   run_path(name, **wildcards)    a file inside one run's folder
 #   RUN_FILES            the files of a complete run folder (runs.run_layout names them)
 #   PACKS                the packs of the grid (workflow/packs.py), each with its pending runs
+#   STALE_FLAGS          {run id: flag file} of the pending runs whose run.json exists; a rule
+#                        that asks for every run (all, runs, metrics) asks for these too
 # A rule file that makes products appends their paths to PRODUCT_TARGETS; rule `all`
 # and the report collect them.
 import itertools
@@ -54,8 +56,9 @@ RUN_IDS = [dict(task=t, bound=b, algo=a, seed=s)
            for t, b, a, s in itertools.product(TASKS, BOUNDS, ALGOS, SEEDS)]
 
 # Which runs train together and which still need training: decided here, from the run
-# folders, before the DAG is built (train.smk's jobs write the pending runs' spec.json).
+# folders, before the DAG is built; planning only reads (train.smk's jobs write the specs).
 PACKS = packs.plan(CFG)
+STALE_FLAGS = packs.stale_flags(CFG, PACKS)
 
 if "PRODUCT_TARGETS" not in globals():
     PRODUCT_TARGETS = []

@@ -80,3 +80,4 @@ rule metrics:
         lambda wildcards: all_runs("summary.parquet"),
         AGGREGATE_FILES.values(),
         TIER_FILES.values(),
+        STALE_FLAGS.values(),

@@ -1,37 +1,30 @@
 # Stage 0: training, one job per pack (workflow/packs.py): the runs of one program (task x
 # algorithm) that still need training, trained by one compiled program, each into its own run
 # folder from its spec.json, which the job writes first. A pack's outputs are its pending
-# runs only, so a rerun trains exactly the failed and missing runs. A run that stops early (time limit, SIGTERM/SIGUSR2 ->
-# exit 75) leaves DIR/checkpoint/ behind; the retry or the next invocation resumes from there.
-# Rule names follow the packs (train_goal_ppo_p0); a profile sets their threads and resources
-# under the name `train`, which every pack rule takes. `train_attempt` tells the job which
-# attempt it is, so a retry after a deterministic failure stops at once (workflow.train_job).
-
-
-# Snakemake keeps a profile's set-threads / set-resources per rule name in these (parsed)
-# mappings and reads them when a rule is defined and when it spawns cluster jobs.
-_OVERWRITE_THREADS = workflow.resource_settings._parsed_overwrite_threads
-_OVERWRITE_RESOURCES = workflow.resource_settings._parsed_overwrite_resources
-
-# A pending run whose files exist (damaged, or trained for another spec) is not "missing"
-# to Snakemake: its spec.json, written or touched now, is an input newer than its outputs.
-_STALE_SPECS = packs.mark_stale(CFG, PACKS)
-
-TRAIN_RULES = []
+# runs only, so a rerun trains exactly the failed and missing runs. A run that stops
+# early (time limit, SIGTERM/SIGUSR2 -> exit 75) leaves DIR/checkpoint/ behind; the retry or
+# the next invocation resumes from there. `train_attempt` tells the job which attempt it is,
+# so a retry after a deterministic failure stops at once (workflow.train_job).
+#
+# Planning writes nothing (a dry run leaves results/ as it was). A pending run whose run.json
+# exists (trained for another spec, or damaged) would look up to date to Snakemake, so the
+# targets that ask for every run (all, runs, metrics) also ask for its flag (STALE_FLAGS), a
+# file named after the folder's state that does not exist yet, and its pack's job takes the
+# flag as input. Rule `stale_run` writes it, saying why the run retrains; it stays behind as
+# that record and, named after an earlier state, never stands for a later one.
+#
+# Every pack of the grid has its rule (train_goal_ppo_p0), pending runs or not: a job whose
+# pack was finished meanwhile (by an orphaned job of a killed controller) re-reads the
+# workflow, finds its rule with nothing pending and trains nothing. The rules are named per
+# pack, so a profile gives their resources as default-resources (they and `aggregate` are
+# the only cluster jobs) and the config their threads (`train.threads`).
 
 for _pack in PACKS:
-    if not _pack.pending:
-        continue
-    _name = f"train_{_pack.name}"
-    TRAIN_RULES.append(_name)
-    for _setting in (_OVERWRITE_THREADS, _OVERWRITE_RESOURCES):
-        if "train" in _setting:
-            _setting[_name] = _setting["train"]
 
     rule:
-        name: _name
+        name: f"train_{_pack.name}"
         input:
-            [_STALE_SPECS[run] for run in _pack.pending if run in _STALE_SPECS],
+            [STALE_FLAGS[run] for run in _pack.pending if run in STALE_FLAGS],
         output:
             [f"{run_layout.RUNS_ROOT}/{run}/{f}" for run in _pack.pending for f in RUN_FILES],
         params:
@@ -44,13 +37,31 @@ for _pack in PACKS:
         resources:
             train_attempt=lambda wildcards, attempt: attempt,
         run:
-            # the specs are written when the job runs (a dry run writes nothing)
-            packs.write_specs(CFG, params.runs)
-            shell("SAFERL_TRAIN_LOG={log} python -m workflow.train_job --attempt {resources.train_attempt}"
-                  " --threads {threads} --pack-runs {params.pack_runs} {params.specs} >> {log} 2>&1")
+            if not params.runs:  # the pack finished before this job read the workflow
+                shell("echo 'train: nothing pending, every run of the pack is complete' >> {log}")
+            else:
+                packs.write_specs(CFG, params.runs)  # the specs are written when the job runs
+                shell("SAFERL_TRAIN_LOG={log} python -m workflow.train_job --attempt {resources.train_attempt}"
+                      " --threads {threads} --pack-runs {params.pack_runs} {params.specs} >> {log} 2>&1")
+
+
+rule stale_run:
+    """The flag of a pending run whose run.json exists: why it retrains (its pack's job waits for it)."""
+    output:
+        packs.STALE_DIR + "/{task}/d{bound}/{algo}/seed{seed}.{digest}.txt",
+    wildcard_constraints:
+        digest=f"[0-9a-f]{{{packs.STALE_DIGEST}}}",
+    localrule: True
+    run:
+        from metrics.atomic import write_text
+
+        run = run_layout.run_id(wildcards.task, wildcards.bound, wildcards.algo, wildcards.seed)
+        reason = packs.pending_reason(f"{run_layout.RUNS_ROOT}/{run}", CFG["specs"][run])
+        write_text(output[0], f"{run}: {reason or 'complete now'}\n")
 
 
 rule runs:
     """Train every run of the grid, nothing else."""
     input:
         lambda wildcards: [path for name in RUN_FILES for path in all_runs(name)],
+        STALE_FLAGS.values(),

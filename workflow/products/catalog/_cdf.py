@@ -1,7 +1,8 @@
 """What Figure 2 and Figure A.1 share: both draw cdf.parquet, each up to its own x limit
 (`products.cdf_xmax.<its name>`)."""
 from workflow.products.settings import positive_number
-from workflow.products.sweep_io import apply_settings, save_figure
+from workflow.products.outputs import save_figure
+from workflow.products.sweep_io import apply_settings
 
 
 def cdf_figure(name: str):

@@ -7,7 +7,8 @@ smallest bound, the algorithm order and the lowest seed, so the choice is reprod
 """
 from workflow.products.registry import FIGURE, FINAL, Product
 from workflow.products.settings import positive_number
-from workflow.products.sweep_io import RUN_KEYS, apply_settings, save_figure
+from workflow.products.outputs import save_figure
+from workflow.products.sweep_io import RUN_KEYS, apply_settings
 
 
 def inputs(files, wildcards):

@@ -1,6 +1,7 @@
 """Figure A.2: each algorithm's multiplier over training, per task and bound."""
 from workflow.products.registry import FIGURE, Product, TRAINING
-from workflow.products.sweep_io import apply_settings, save_figure
+from workflow.products.outputs import save_figure
+from workflow.products.sweep_io import apply_settings
 
 
 YSCALES = ("linear", "log", "symlog")

@@ -1,6 +1,7 @@
 """Figures A.7 onwards: one task's final episode costs, noise vs greedy, per bound."""
 from workflow.products.registry import FIGURE, FINAL, Product
-from workflow.products.sweep_io import apply_settings, save_figure
+from workflow.products.outputs import save_figure
+from workflow.products.sweep_io import apply_settings
 
 
 def inputs(files, wildcards):

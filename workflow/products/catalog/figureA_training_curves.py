@@ -1,6 +1,7 @@
 """Figures A.3 onwards: one task's return and cost training curves per bound."""
 from workflow.products.registry import FIGURE, Product, TRAINING
-from workflow.products.sweep_io import apply_settings, save_figure
+from workflow.products.outputs import save_figure
+from workflow.products.sweep_io import apply_settings
 
 
 def inputs(files, wildcards):

@@ -1,6 +1,7 @@
 """Pairwise comparisons as a heat map: P(row algorithm safer than column algorithm)."""
 from workflow.products.registry import ALL_PHASES, FIGURE, Product
-from workflow.products.sweep_io import apply_settings, save_figure
+from workflow.products.outputs import save_figure
+from workflow.products.sweep_io import apply_settings
 
 from workflow.products.catalog.table_pairwise import inputs
 

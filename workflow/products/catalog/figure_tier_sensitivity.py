@@ -1,6 +1,7 @@
 """The tier-sensitivity figure: how firmly each algorithm holds its tier (beyond the paper)."""
 from workflow.products.registry import ALL_PHASES, FIGURE, Product
-from workflow.products.sweep_io import apply_settings, save_figure
+from workflow.products.outputs import save_figure
+from workflow.products.sweep_io import apply_settings
 
 
 SENSITIVITY = {
