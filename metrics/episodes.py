@@ -375,7 +375,9 @@ def _validate_file(path, table: pa.Table, constants: dict) -> dict:
     if unknown:
         rows = np.flatnonzero(np.isin(codes, [i for i, v in enumerate(values) if v not in PHASES]))
         _fail(path, f"unknown phase(s) {', '.join(map(repr, unknown))} (allowed: {', '.join(PHASES)})", rows)
-    out["phase"] = np.asarray([PHASES.index(v) for v in values], dtype=np.int8)[codes] if len(values) else codes.astype(np.int8)
+    ranks = [PHASES.index(v) for v in values]
+    # a dictionary in PHASES order (as the recorders write it) needs no mapping
+    out["phase"] = codes if ranks == list(range(len(ranks))) else np.asarray(ranks, dtype=np.int8)[codes]
     return out
 
 
@@ -416,26 +418,33 @@ def load_episode_arrays(paths) -> EpisodeArrays:
 
 
 def _dense_rank(values):
-    """(codes, count, offset): order-preserving integer codes are ``codes - offset``, in 0..count-1.
+    """(codes, count, offset): order-preserving integer codes are ``codes - offset``, in 0..count-1;
+    codes and offset lie in the int32 range.
 
     Constant columns and integer columns with a compact range (iterations, episode indices)
     avoid sorting, and integer codes are the values themselves (the offset is subtracted
     where the codes are combined, without a temporary)."""
     if values.size == 0:
         return np.zeros(0, np.int64), 1, 0
+    if values.strides == (0,):  # a broadcast view of a file's one value (_constant)
+        return np.zeros(1, np.int64), 1, 0
     lo, hi = values.min(), values.max()
     if lo == hi:
         return np.zeros(1, np.int64), 1, 0  # broadcasts; constant columns are dropped from the key
     # the range in Python ints: int64 extremes (seeds near +-2**63) would overflow in numpy
     if values.dtype.kind in "iu" and int(hi) - int(lo) < 4 * values.size + 1024:
-        return values, int(hi) - int(lo) + 1, int(lo)
+        if -(2**31) <= lo and hi < 2**31:  # the values themselves, combined with modular int32/int64 arithmetic
+            return values, int(hi) - int(lo) + 1, int(lo)
+        return values.astype(np.int64) - lo, int(hi) - int(lo) + 1, 0
     unique, inverse = np.unique(values, return_inverse=True)
     return inverse.astype(np.int64), unique.size, 0
 
 
-def _sort_key(columns, n) -> np.ndarray:
-    """One int64 per episode ordering it as the (codes, count, offset) columns do, most significant first."""
-    key = empty(n, np.int64)
+def _sort_key(columns, n, radix) -> np.ndarray:
+    """One integer below radix per episode ordering it as the (codes, count, offset) columns do,
+    most significant first (int32 when it fits: half the memory traffic). Intermediate sums may
+    wrap around; the arithmetic is modular and the final key is below radix, so it is exact."""
+    key = empty(n, np.int32 if radix < 2**31 else np.int64)
     key[...] = 0
     for codes, size, offset in columns:
         key *= size
@@ -466,7 +475,7 @@ def sort_and_check(ep: EpisodeArrays) -> EpisodeArrays:
     for _, size, _ in columns:
         radix *= max(size, 1)
     if radix < 2**62:
-        key = _sort_key(columns, len(ep))
+        key = _sort_key(columns, len(ep), radix)
         if np.greater(key[1:], key[:-1], out=empty(len(ep) - 1, bool)).all():  # sorted and unique: usual for shards
             return ep
         order = np.argsort(key, kind="stable")

@@ -79,12 +79,13 @@ def _changes(ep: EpisodeArrays, names) -> np.ndarray:
 
 
 def _key_columns(ep: EpisodeArrays, idx) -> dict:
+    # names as object arrays of shared str objects: 8 bytes a row (pandas makes the same str columns)
     return {
-        "task": ep.tasks[ep.task[idx]].astype(str),
+        "task": ep.tasks[ep.task[idx]],
         "bound": ep.bound[idx].astype(np.float64, copy=False),
-        "algo": ep.algos[ep.algo[idx]].astype(str),
+        "algo": ep.algos[ep.algo[idx]],
         "seed": ep.seed[idx].astype(np.int64, copy=False),
-        "phase": np.asarray(PHASES)[ep.phase[idx]],
+        "phase": np.asarray(PHASES, dtype=object)[ep.phase[idx]],
     }
 
 
@@ -105,9 +106,9 @@ def summary_columns(ep: EpisodeArrays) -> dict:
     excess = grid.normalised_excess(ep.cost, ep.bound)
     n_viol = np.add.reduceat(violates, it, dtype=np.int64)
     mean_cost = np.add.reduceat(ep.cost, it) / n_ep
-    violating_excess = empty(n, np.float64)
-    violating_excess[...] = 0.0
-    np.copyto(violating_excess, excess, where=violates)
+    # the excess of violating episodes, 0 for the others: for d > 0, c > d exactly when the excess
+    # is > 0 (or underflows to +0.0, which the maximum leaves the same), and it is never NaN
+    violating_excess = np.maximum(excess, 0.0, out=empty(n, np.float64))
     with np.errstate(invalid="ignore", divide="ignore"):
         dnorm_plus = np.where(n_viol > 0, np.add.reduceat(violating_excess, it) / n_viol, 0.0)
     iter_metrics = {

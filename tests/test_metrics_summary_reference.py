@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics import KAPPA, PHASES, summarise
+from metrics import KAPPA, PHASES, read_episodes, summarise
 from metrics.episodes import constant_columns
 
 from test_metrics_episodes import write
@@ -125,3 +125,22 @@ def test_nan_bound_that_parquet_statistics_leave_out_is_reported(tmp_path):
 
     with pytest.raises(EpisodeTableError, match=r"nan_bound.parquet: column bound must be finite and > 0 \(found nan\) \(row 1;"):
         summarise(path)
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_episodes_are_ordered_by_key_at_the_integer_extremes(tmp_path, suffix):
+    """The sort key combines integer columns in wrapping int32/int64 arithmetic: seeds near
+    +-2**63, iterations just past and episodes just below 2**31 still order as a plain sort does."""
+    rng = np.random.default_rng(4)
+    n = 400
+    df = pd.DataFrame({
+        "task": rng.choice(["goal", "push"], n), "bound": 10.0, "algo": "ppo",
+        "seed": rng.choice([-(2**63), -(2**63) + 1, 0, 2**63 - 1], n),
+        "phase": "train", "iteration": rng.integers(2**31 - 2, 2**31 + 2, n),  # compact, past int32
+        "episode": rng.integers(2**31 - 100, 2**31, n),  # compact, at the top of int32
+        "return": 0.0, "cost": 1.0,
+    }).drop_duplicates(["task", "seed", "iteration", "episode"])
+    out = read_episodes(write(df, tmp_path / f"extreme.{suffix}"))
+    expected = df.sort_values(["task", "seed", "iteration", "episode"])
+    for key in ("task", "seed", "iteration", "episode"):
+        assert out[key].tolist() == expected[key].tolist()
