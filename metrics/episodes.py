@@ -222,9 +222,10 @@ def _statistics_kinds(schema: pa.Schema) -> dict:
     return kinds
 
 
-def _read_arrow(path):
+def _read_arrow(path, use_threads=True):
     """(table, constants): the file's episode columns, except those that Parquet statistics show
-    constant, which are not read and come as {name: value}."""
+    constant, which are not read and come as {name: value}. ``use_threads``: decode columns in
+    Arrow's threads (callers that read several files at once turn it off)."""
     if not os.path.exists(path):
         raise EpisodeTableError(f"{path}: no such file")
     if os.path.isdir(path):
@@ -233,13 +234,14 @@ def _read_arrow(path):
     lower = str(path).lower()
     try:
         if lower.endswith((".parquet", ".pq")):
-            parquet = pq.ParquetFile(path)
+            parquet = pq.ParquetFile(path, pre_buffer=use_threads)
             schema = parquet.schema_arrow
             missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
             if missing:
                 _fail(path, f"missing column(s) {', '.join(missing)} (has: {', '.join(schema.names)})")
             constants = constant_columns(parquet.metadata, _statistics_kinds(schema))
-            return parquet.read(columns=[c for c in REQUIRED_COLUMNS if c not in constants]), constants
+            columns = [c for c in REQUIRED_COLUMNS if c not in constants]
+            return parquet.read(columns=columns, use_threads=use_threads), constants
         if lower.endswith((".csv", ".csv.gz", ".tsv")):
             header = pacsv.read_csv(
                 path,
@@ -390,12 +392,13 @@ def _merge_strings(parts):
     return union.astype(object), np.concatenate(codes) if codes else np.zeros(0, np.int32)
 
 
-def load_episode_arrays(paths) -> EpisodeArrays:
-    """Read and validate one or more episode files (or recorder folders) into one unsorted :class:`EpisodeArrays`."""
+def load_episode_arrays(paths, use_threads=True) -> EpisodeArrays:
+    """Read and validate one or more episode files (or recorder folders) into one unsorted
+    :class:`EpisodeArrays` (``use_threads``: see _read_arrow)."""
     paths = expand_episode_paths(paths)
     if not paths:
         raise EpisodeTableError("no episode files given")
-    files = [_validate_file(path, *_read_arrow(path)) for path in paths]
+    files = [_validate_file(path, *_read_arrow(path, use_threads)) for path in paths]
     tasks, task = _merge_strings([f["task"] for f in files])
     algos, algo = _merge_strings([f["algo"] for f in files])
     cat = lambda name: files[0][name] if len(files) == 1 else np.concatenate([f[name] for f in files])  # noqa: E731

@@ -297,8 +297,8 @@ def _concat_columns(tables, columns) -> pd.DataFrame:
     return pd.DataFrame(joined)
 
 
-def _summarise_group(group) -> dict:
-    ep = sort_and_check(load_episode_arrays(group))
+def _summarise_group(group, use_threads=True) -> dict:
+    ep = sort_and_check(load_episode_arrays(group, use_threads))
     if len(ep) == 0:
         raise EpisodeTableError(f"{', '.join(group)}: no episodes")
     return summary_columns(ep)
@@ -322,7 +322,7 @@ def summarise(paths, jobs: int = 1) -> Summary:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=STAGE1_THREADS) as pool:
-            parts = list(pool.map(_summarise_group, groups))
+            parts = list(pool.map(_summarise_group, groups, itertools.repeat(False)))
     else:
         parts = [_summarise_group(groups[0])]
     summary = _concat_in_run_order(parts, _concat_columns)
