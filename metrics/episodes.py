@@ -188,7 +188,7 @@ def _constant_value(stats, kind):
 
 
 def constant_columns(metadata, kinds) -> dict:
-    """{name: value} of the columns named in ``kinds`` (name -> Python type of the value) that every
+    """{name: value} of the columns named in ``kinds`` (name -> the value's Python type or types) that every
     row group's Parquet statistics show as one value and no nulls; reads no data pages.
 
     Float statistics leave NaN out, so a float column's constancy says nothing about NaNs."""

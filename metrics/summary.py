@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from . import grid
 from .atomic import atomic_path
 from .buffers import empty
-from .episodes import EpisodeArrays, load_episode_arrays, sort_and_check
+from .episodes import EpisodeArrays, constant_columns, load_episode_arrays, sort_and_check
 from .schema import METRICS, PHASES, RUN_KEYS, EpisodeTableError
 
 ITERATE_COLUMNS = RUN_KEYS + ("phase", "iteration", "n_episodes") + METRICS
@@ -126,7 +126,7 @@ def summary_columns(ep: EpisodeArrays) -> dict:
     rp_of_iterate = np.searchsorted(rp, it, side="right") - 1
     first_iterate = _starts(rp_of_iterate[1:] != rp_of_iterate[:-1])
     n_iter = np.diff(np.append(first_iterate, it.size))
-    final = np.isin(ep.phase[rp], [PHASES.index(p) for p in ("final_explore", "final_greedy")])
+    final = ep.phase[rp] != PHASES.index("train")
     multi = final & (n_iter > 1)
     if multi.any():
         i = np.flatnonzero(multi)[0]
@@ -172,26 +172,10 @@ def _sources(ep: EpisodeArrays, rp_starts) -> list:
 def _single_run_from_statistics(path):
     """The one (task, bound, algo, seed) of a Parquet file whose row-group statistics show a
     single value in each key column (a training shard), or None; reads no data pages."""
-    meta = pq.ParquetFile(path).metadata
-    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
-    if meta.num_rows == 0 or any(k not in names for k in RUN_KEYS):
+    found = constant_columns(pq.ParquetFile(path).metadata, {"task": str, "bound": (int, float), "algo": str, "seed": int})
+    if len(found) < len(RUN_KEYS):
         return None
-    key = None
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        values = []
-        for name in RUN_KEYS:
-            stats = group.column(names.index(name)).statistics
-            if stats is None or not stats.has_min_max or stats.null_count or stats.min != stats.max:
-                return None
-            values.append(stats.min)
-        if key not in (None, values):
-            return None
-        key = values
-    task, bound, algo, seed = key
-    if not isinstance(task, str) or not isinstance(algo, str):
-        return None
-    return {(task, float(bound), algo, int(seed))}
+    return {(found["task"], float(found["bound"]), found["algo"], int(found["seed"]))}
 
 
 def _run_keys_of_file(path):
