@@ -4,15 +4,20 @@ Generates a synthetic sweep as one episode shard per run (default: 4 tasks x 3 b
 algorithms x 30 seeds = 1440 runs, each 122 iterates x 2048 training episodes plus 100
 final_explore and 100 final_greedy episodes: 360 million episodes), then runs the full
 evaluation (`metrics.evaluate`: summarise, aggregate with B = 2000 and every CDF band, tiers)
-in a fresh child process and prints its wall time, peak memory (the child's max RSS) and
-episodes/s. It also times the IQM-with-CI step against rliable's `get_interval_estimates` on
+in a fresh child process and prints its wall time, CPU time, peak memory (the child's max RSS)
+and episodes/s. It also times the IQM-with-CI step against rliable's `get_interval_estimates` on
 the same per-run values when a Python with rliable is given (rliable needs pandas < 3, so it
 runs in its own virtualenv: --rliable-python PATH, or the environment variable RLIABLE_PYTHON;
 e.g. `python -m venv ~/venvs/rliable && ~/venvs/rliable/bin/pip install "pandas<3" rliable pyarrow`).
 
-    python benchmarks/metrics_scale.py                 # paper size (needs ~3 GB of disk, minutes to generate)
+--compare DIR evaluates the same shards with another checkout's metrics package too (e.g. the
+old code from `git worktree add /tmp/old main`), alternating the two for --rounds rounds so
+both see the same machine load, and checks that every output file of the two is identical.
+
+    python benchmarks/metrics_scale.py                 # paper size (needs ~4.5 GB of disk, minutes to generate)
     python benchmarks/metrics_scale.py --small         # 144 runs x 10 iterates x 256 episodes, seconds
     python benchmarks/metrics_scale.py --seeds 5 --iterates 20 --shards /tmp/shards --keep
+    python benchmarks/metrics_scale.py --shards /tmp/shards --keep --compare /tmp/old
 """
 
 from __future__ import annotations
@@ -88,8 +93,9 @@ def generate(folder, seeds, iterates, train_episodes, final_episodes):
     return paths, total
 
 
-def child_evaluate(list_file, out_dir, reps, jobs):
-    """Runs in a fresh process so its max RSS is the evaluation's own peak."""
+def child_evaluate(list_file, out_dir, reps, jobs, root):
+    """Runs in a fresh process (with ``root``'s metrics package) so its max RSS is the evaluation's own peak."""
+    sys.path.insert(0, root)
     import metrics
     from metrics.aggregate import write_aggregate_files
     from metrics.tiers import write_tiers
@@ -112,7 +118,50 @@ def child_evaluate(list_file, out_dir, reps, jobs):
     write_tiers(tables, out_dir)
     times["write"] = time.perf_counter() - t
     times["total"] = time.perf_counter() - t0
-    print(json.dumps(times))
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    print(json.dumps({"stages": times, "cpu_s": sum(u.ru_utime + u.ru_stime for u in usage),
+                      "peak_kb": max(u.ru_maxrss for u in usage)}))
+
+
+def evaluate(root, list_file, out, reps, jobs):
+    """Wall time, stage times, CPU time and peak memory of one evaluation in a fresh process."""
+    shutil.rmtree(out, ignore_errors=True)
+    t = time.perf_counter()
+    child = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--_child", list_file, out, str(reps), str(jobs), root],
+        capture_output=True, text=True,
+    )
+    wall = time.perf_counter() - t
+    if child.returncode != 0:
+        sys.exit(f"evaluation with {root} failed:\n{child.stderr}")
+    return {"wall": wall, **json.loads(child.stdout.strip().splitlines()[-1])}
+
+
+def print_evaluation(label, r, episodes):
+    print(f"  {label}wall time {r['wall']:.1f} s (process start + imports included); inside: "
+          + ", ".join(f"{k} {v:.1f} s" for k, v in r["stages"].items()))
+    print(f"  {label}CPU time {r['cpu_s']:.1f} s (user + system; less sensitive than wall time to a busy machine)")
+    print(f"  {label}peak memory (max RSS of the evaluating process) {r['peak_kb'] / 1024**2:.2f} GiB")
+    print(f"  {label}throughput {episodes / r['stages']['total'] / 1e6:.2f} million episodes/s")
+
+
+def output_differences(ours, theirs) -> list:
+    """Files of two evaluation folders that differ (Parquet tables compared value by value, exactly)."""
+    import pandas as pd
+
+    differ = []
+    for name in sorted(set(os.listdir(ours)) | set(os.listdir(theirs))):
+        a, b = os.path.join(ours, name), os.path.join(theirs, name)
+        if not (os.path.exists(a) and os.path.exists(b)):
+            differ.append(f"{name} (only in one)")
+        elif name.endswith(".parquet"):
+            try:
+                pd.testing.assert_frame_equal(pd.read_parquet(a), pd.read_parquet(b), check_exact=True)
+            except AssertionError as err:
+                differ.append(f"{name} ({str(err).strip().splitlines()[0]})")
+        elif open(a, "rb").read() != open(b, "rb").read():
+            differ.append(name)
+    return differ
 
 
 def ours_iqm_with_ci(runs, reps, estimator):
@@ -189,10 +238,13 @@ def main():
                         help="Python of a virtualenv with rliable and pandas < 3, to time rliable on the same values "
                              "(default: the environment variable RLIABLE_PYTHON; skipped if neither is set)")
     parser.add_argument("--jobs", type=int, default=1, help="processes for stage 1 (metrics.summarise(jobs=...))")
-    parser.add_argument("--_child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--compare", metavar="DIR",
+                        help="also evaluate with another checkout's metrics package, alternating, and compare outputs")
+    parser.add_argument("--rounds", type=int, default=1, help="alternating rounds with --compare (best of each)")
+    parser.add_argument("--_child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._child:
-        child_evaluate(args._child[0], args._child[1], int(args._child[2]), int(args._child[3]))
+        child_evaluate(args._child[0], args._child[1], int(args._child[2]), int(args._child[3]), args._child[4])
         return
     if args.small:
         args.seeds, args.iterates, args.train_episodes = 3, 10, 256
@@ -200,6 +252,8 @@ def main():
     comparison_python("--rliable-python", "RLIABLE_PYTHON", args.rliable_python, '"pandas<3" rliable pyarrow',
                       required=False)
 
+    if args.compare and not os.path.isfile(os.path.join(args.compare, "metrics", "__init__.py")):
+        sys.exit(f"--compare: {args.compare!r} has no metrics/ package (not a checkout of this project)")
     work = args.shards or tempfile.mkdtemp(prefix="metrics_scale_")
     shards = os.path.join(work, "shards")
     out = os.path.join(work, "out")
@@ -215,32 +269,33 @@ def main():
         list_file = os.path.join(work, "shards.txt")
         with open(list_file, "w") as fh:
             fh.write("\n".join(paths))
-        shutil.rmtree(out, ignore_errors=True)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        child = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), "--_child", list_file, out, str(args.reps), str(args.jobs)],
-            capture_output=True, text=True,
-        )
-        wall = time.perf_counter() - t
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        if child.returncode != 0:
-            sys.exit(f"evaluation failed:\n{child.stderr}")
-        peak_kb = after.ru_maxrss
-        stages = json.loads(child.stdout.strip().splitlines()[-1])
-        print(f"full evaluation (B = {args.reps}, CDF bands on 2101 points, tiers), stage 1 in {args.jobs} process(es):")
-        print(f"  wall time {wall:.1f} s (process start + imports included); inside: "
-              + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()))
-        print(f"  CPU time {cpu:.1f} s (user + system, all processes; less sensitive than wall time to a busy machine)")
-        print(f"  peak memory (largest max RSS of one evaluating process) {peak_kb / 1024**2:.2f} GiB"
-              + ("" if peak_kb > before.ru_maxrss else " (upper bound: an earlier child had a larger peak)"))
-        print(f"  throughput {episodes / stages['total'] / 1e6:.2f} million episodes/s")
+        print(f"full evaluation (B = {args.reps}, CDF bands on 2101 points, tiers), stage 1 in {args.jobs} process(es), "
+              f"load average {os.getloadavg()[0]:.1f} at start:")
+        checkouts = [("this: " if args.compare else "", ROOT, out)]
+        if args.compare:
+            checkouts.append(("other: ", os.path.abspath(args.compare), out + "-other"))
+        results = {}
+        for _ in range(args.rounds if args.compare else 1):
+            for label, root, folder in checkouts:
+                r = evaluate(root, list_file, folder, args.reps, args.jobs)
+                if label not in results or r["wall"] < results[label]["wall"]:
+                    results[label] = r
+        for label, _, _ in checkouts:
+            print_evaluation(label, results[label], episodes)
+        if args.compare:
+            this, other = results["this: "], results["other: "]
+            speedup = {k: other["stages"][k] / this["stages"][k] for k in ("summarise", "aggregate")}
+            print(f"  speed-up (other / this): wall {other['wall'] / this['wall']:.2f}x, CPU {other['cpu_s'] / this['cpu_s']:.2f}x, "
+                  f"summarise {speedup['summarise']:.2f}x, aggregate {speedup['aggregate']:.2f}x "
+                  f"(best of {args.rounds} alternating round(s); load average {os.getloadavg()[0]:.1f} at the end)")
+            differ = output_differences(out, out + "-other")
+            print(f"  outputs: {'every file identical' if not differ else 'DIFFER: ' + '; '.join(differ)}")
         compare_with_rliable(os.path.join(out, "run_metrics.parquet"), args.reps, args.rliable_python)
     finally:
         if not args.keep:
             if args.shards:
                 shutil.rmtree(out, ignore_errors=True)
+                shutil.rmtree(out + "-other", ignore_errors=True)
             else:
                 shutil.rmtree(work, ignore_errors=True)
 

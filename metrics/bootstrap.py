@@ -10,15 +10,20 @@ CI_PERCENTILES = (2.5, 97.5)
 
 
 def iqm(values, axis=0):
-    """Interquartile mean: scipy.stats.trim_mean(values, 0.25) (cuts floor(n/4) from each end)."""
-    from scipy.stats import trim_mean  # here: importing scipy.stats costs ~0.5 s every job that imports metrics
-
-    values = np.asarray(values)
-    if values.ndim > 1 and axis not in (-1, values.ndim - 1):
-        # trim_mean partitions along the axis: much faster on contiguous last-axis rows
-        values = np.ascontiguousarray(np.moveaxis(values, axis, -1))
-        axis = -1
-    return trim_mean(values, 0.25, axis=axis)
+    """Interquartile mean, equal to scipy.stats.trim_mean(values, 0.25): cut floor(n/4) values
+    from each end (found by partitioning) and average the rest. Computed here, the same way,
+    because importing scipy.stats costs about a second in every process that aggregates."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 0:
+        raise ValueError("iqm needs at least one axis")
+    # partitioning is much faster on contiguous last-axis rows
+    values = np.ascontiguousarray(np.moveaxis(values, axis, -1))
+    n = values.shape[-1]
+    if n == 0:
+        return np.full(values.shape[:-1], np.nan)[()]
+    cut = int(0.25 * n)
+    kept = np.partition(values, (cut, n - cut - 1), axis=-1)[..., cut:n - cut]
+    return np.mean(kept, axis=-1)
 
 
 def percentile_ci(replicates, axis=0):

@@ -13,6 +13,8 @@ So F(kappa_k) = (count of bins 0..k) / (all episodes), with no approximation at 
 
 import numpy as np
 
+from .buffers import empty
+
 GRID_MIN_HUNDREDTHS = -100
 GRID_MAX_HUNDREDTHS = 2000
 KAPPA = np.arange(GRID_MIN_HUNDREDTHS, GRID_MAX_HUNDREDTHS + 1) / 100.0
@@ -22,19 +24,33 @@ GRID_SPEC = {"min": float(KAPPA[0]), "max": float(KAPPA[-1]), "step": 0.01, "poi
 
 def normalised_excess(cost, bound):
     """(c - d) / d per episode."""
-    return (cost - bound) / bound
+    excess = empty(np.size(cost), np.float64).reshape(np.shape(cost))
+    np.subtract(cost, bound, out=excess)
+    excess /= bound
+    return excess
 
 
 def bin_index(kappa_values):
     """Bin of each value: the smallest k with value <= KAPPA[k], or KAPPA.size past the end.
 
     Same result as np.searchsorted(KAPPA, values, side="left"), but by arithmetic: a first
-    guess ceil(100 x) corrected by one step where rounding put it next to the right bin.
+    guess g = ceil(100 x) in hundredths, corrected by one step where rounding put it next to
+    the right bin (KAPPA[k] is the double nearest to (k + GRID_MIN_HUNDREDTHS) / 100, so each
+    check divides by 100 as KAPPA did), then clipped to the grid. On a few reused buffers: at
+    millions of values the temporaries, not the arithmetic, would cost the time.
     """
     x = np.asarray(kappa_values, dtype=np.float64)
-    guess = np.clip(np.ceil(x * 100.0), GRID_MIN_HUNDREDTHS, GRID_MAX_HUNDREDTHS + 1) - GRID_MIN_HUNDREDTHS
-    k = guess.astype(np.int64)
-    padded = np.concatenate([[-np.inf], KAPPA, [np.inf]])  # padded[k + 1] = KAPPA[k], KAPPA[-1] = -inf
-    k += x > padded[k + 1]  # guess too low
-    k -= (k > 0) & (x <= padded[k])  # guess too high (x <= KAPPA[k - 1])
-    return k
+    g, kappa = (empty(x.size, np.float64).reshape(x.shape) for _ in range(2))
+    flag = empty(x.size, bool).reshape(x.shape)
+    np.multiply(x, 100.0, out=g)
+    np.ceil(g, out=g)
+    np.divide(g, 100.0, out=kappa)
+    g += np.greater(x, kappa, out=flag)  # guess too low
+    np.subtract(g, 1.0, out=kappa)
+    kappa /= 100.0
+    g -= np.less_equal(x, kappa, out=flag)  # guess too high: x <= the point below
+    np.clip(g, GRID_MIN_HUNDREDTHS, GRID_MAX_HUNDREDTHS + 1, out=g)
+    g -= GRID_MIN_HUNDREDTHS
+    bins = empty(x.size, np.intp).reshape(x.shape)
+    bins[...] = g
+    return bins

@@ -13,6 +13,7 @@ row belongs where and columns a table does not use left null (docs/metrics.md li
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ import pyarrow.parquet as pq
 
 from . import grid
 from .atomic import atomic_path
-from .episodes import EpisodeArrays, load_episode_arrays, sort_and_check
+from .buffers import empty
+from .episodes import EpisodeArrays, constant_columns, load_episode_arrays, sort_and_check
 from .schema import METRICS, PHASES, RUN_KEYS, EpisodeTableError
 
 ITERATE_COLUMNS = RUN_KEYS + ("phase", "iteration", "n_episodes") + METRICS
@@ -40,6 +42,8 @@ TABLES = {
 }
 FORMAT = {"format": "saferl-eval summary", "version": 1, "grid": grid.GRID_SPEC}
 _META_KEY = b"saferl_eval.summary"
+# Threads summarising groups of files at once: each holds one group's episodes in memory.
+STAGE1_THREADS = min(os.cpu_count() or 1, 4)
 
 
 @dataclass
@@ -64,42 +68,49 @@ def _starts(change: np.ndarray) -> np.ndarray:
 
 
 def _changes(ep: EpisodeArrays, names) -> np.ndarray:
-    change = np.zeros(max(len(ep) - 1, 0), bool)
+    change, differs = (empty(max(len(ep) - 1, 0), bool) for _ in range(2))
+    change[...] = False
     for name in names:
         col = getattr(ep, name)
-        change |= col[1:] != col[:-1]
+        if col.strides == (0,):  # a column constant in its file (a broadcast view) never changes
+            continue
+        change |= np.not_equal(col[1:], col[:-1], out=differs)
     return change
 
 
-def _key_frame(ep: EpisodeArrays, idx, with_phase=True) -> dict:
-    cols = {
-        "task": ep.tasks[ep.task[idx]].astype(str),
-        "bound": ep.bound[idx],
-        "algo": ep.algos[ep.algo[idx]].astype(str),
-        "seed": ep.seed[idx],
+def _key_columns(ep: EpisodeArrays, idx) -> dict:
+    # names as object arrays of shared str objects: 8 bytes a row (pandas makes the same str columns)
+    return {
+        "task": ep.tasks[ep.task[idx]],
+        "bound": ep.bound[idx].astype(np.float64, copy=False),
+        "algo": ep.algos[ep.algo[idx]],
+        "seed": ep.seed[idx].astype(np.int64, copy=False),
+        "phase": np.asarray(PHASES, dtype=object)[ep.phase[idx]],
     }
-    if with_phase:
-        cols["phase"] = np.asarray(PHASES)[ep.phase[idx]]
-    return cols
 
 
-def summarise_sorted(ep: EpisodeArrays) -> Summary:
-    """Summary of validated episodes in canonical key order (see episodes.sort_and_check)."""
+def summary_columns(ep: EpisodeArrays) -> dict:
+    """Summary of validated episodes in canonical key order (see episodes.sort_and_check), as
+    {table: {column: array}} (concatenated over groups of files by :func:`summarise`)."""
     n = len(ep)
     run_phase_change = _changes(ep, ("task", "bound", "algo", "seed", "phase"))
-    iterate_change = run_phase_change | (ep.iteration[1:] != ep.iteration[:-1])
+    iterate_change = _changes(ep, ("iteration",))
+    iterate_change |= run_phase_change
 
     # Per iterate: sums over consecutive episode blocks (fixed order, so results are exact
     # functions of the set of episodes).
     it = _starts(iterate_change)
     n_ep = np.diff(np.append(it, n))
     bound = ep.bound[it]
-    violates = ep.cost > ep.bound  # strictly: cost exactly d is within the bound
+    violates = np.greater(ep.cost, ep.bound, out=empty(n, bool))  # strictly: cost exactly d is within the bound
     excess = grid.normalised_excess(ep.cost, ep.bound)
-    n_viol = np.add.reduceat(violates.astype(np.int64), it)
+    n_viol = np.add.reduceat(violates, it, dtype=np.int64)
     mean_cost = np.add.reduceat(ep.cost, it) / n_ep
+    # the excess of violating episodes, 0 for the others: for d > 0, c > d exactly when the excess
+    # is > 0 (or underflows to +0.0, which the maximum leaves the same), and it is never NaN
+    violating_excess = np.maximum(excess, 0.0, out=empty(n, np.float64))
     with np.errstate(invalid="ignore", divide="ignore"):
-        dnorm_plus = np.where(n_viol > 0, np.add.reduceat(np.where(violates, excess, 0.0), it) / n_viol, 0.0)
+        dnorm_plus = np.where(n_viol > 0, np.add.reduceat(violating_excess, it) / n_viol, 0.0)
     iter_metrics = {
         "R": np.add.reduceat(ep.ret, it) / n_ep,
         "C": mean_cost,
@@ -107,16 +118,15 @@ def summarise_sorted(ep: EpisodeArrays) -> Summary:
         "Dnorm": (mean_cost - bound) / bound,
         "Dnorm_plus": dnorm_plus,
     }
-    iterates = pd.DataFrame(
-        {**_key_frame(ep, it), "iteration": ep.iteration[it], "n_episodes": n_ep, **iter_metrics}
-    )
+    iterates = {**_key_columns(ep, it), "iteration": ep.iteration[it].astype(np.int64), "n_episodes": n_ep,
+                **iter_metrics}
 
     # Per run and phase: mean over iterates (eq. 6).
     rp = _starts(run_phase_change)  # first episode of each run-phase
     rp_of_iterate = np.searchsorted(rp, it, side="right") - 1
     first_iterate = _starts(rp_of_iterate[1:] != rp_of_iterate[:-1])
     n_iter = np.diff(np.append(first_iterate, it.size))
-    final = np.isin(ep.phase[rp], [PHASES.index(p) for p in ("final_explore", "final_greedy")])
+    final = ep.phase[rp] != PHASES.index("train")
     multi = final & (n_iter > 1)
     if multi.any():
         i = np.flatnonzero(multi)[0]
@@ -126,71 +136,46 @@ def summarise_sorted(ep: EpisodeArrays) -> Summary:
             f"task={ep.tasks[ep.task[second]]} bound={ep.bound[second]} algo={ep.algos[ep.algo[second]]} "
             f"seed={ep.seed[second]} has {n_iter[i]} iterations; a final phase must have exactly one"
         )
-    runs = pd.DataFrame(
-        {
-            **_key_frame(ep, rp),
-            "n_iterates": n_iter,
-            "n_episodes": np.add.reduceat(n_ep, first_iterate),
-            **{m: np.add.reduceat(v, first_iterate) / n_iter for m, v in iter_metrics.items()},
-            "source": _sources(ep, rp),
-        }
-    )
+    runs = {
+        **_key_columns(ep, rp),
+        "n_iterates": n_iter,
+        "n_episodes": np.add.reduceat(n_ep, first_iterate),
+        **{m: np.add.reduceat(v, first_iterate) / n_iter for m, v in iter_metrics.items()},
+        "source": _sources(ep, rp),
+    }
 
     # Histograms of (c - d)/d per run and phase (right-closed bins of metrics.grid).
-    rp_id = np.cumsum(np.concatenate([[0], run_phase_change]))
-    counts = np.bincount(rp_id * grid.N_BINS + grid.bin_index(excess), minlength=rp.size * grid.N_BINS)
-    which, bins = np.nonzero(counts.reshape(rp.size, grid.N_BINS))
-    histograms = pd.DataFrame(
-        {**_key_frame(ep, rp[which]), "bin": bins.astype(np.int64), "count": counts.reshape(rp.size, -1)[which, bins]}
-    )
+    cells = grid.bin_index(excess)
+    for i, (first, stop) in enumerate(zip(rp[1:], np.append(rp[2:], n)), start=1):
+        cells[first:stop] += i * grid.N_BINS  # run-phase i's bins follow those of the ones before
+    counts = np.bincount(cells, minlength=rp.size * grid.N_BINS).reshape(rp.size, grid.N_BINS)
+    which, bins = np.nonzero(counts)
+    histograms = {**_key_columns(ep, rp[which]), "bin": bins.astype(np.int64), "count": counts[which, bins]}
 
-    fin = np.flatnonzero(ep.phase != PHASES.index("train"))
-    final_episodes = pd.DataFrame(
-        {
-            **_key_frame(ep, fin),
-            "iteration": ep.iteration[fin],
-            "episode": ep.episode[fin],
-            "return": ep.ret[fin],
-            "cost": ep.cost[fin],
-        }
-    )
-    return Summary(iterates, runs, histograms, final_episodes)
+    fin = np.flatnonzero(np.not_equal(ep.phase, PHASES.index("train"), out=empty(n, bool)))
+    final_episodes = {
+        **_key_columns(ep, fin),
+        "iteration": ep.iteration[fin].astype(np.int64),
+        "episode": ep.episode[fin].astype(np.int64),
+        "return": ep.ret[fin],
+        "cost": ep.cost[fin],
+    }
+    return {"iterates": iterates, "runs": runs, "histograms": histograms, "final_episodes": final_episodes}
 
 
 def _sources(ep: EpisodeArrays, rp_starts) -> list:
     """';'-joined files each run-phase came from (names the files in later warnings)."""
     ends = np.append(rp_starts[1:], len(ep))
-    out = []
-    for a, b in zip(rp_starts, ends):
-        src = ep.source[a:b]
-        ids = [src[0]] if src.min() == src.max() else np.unique(src)
-        out.append(";".join(ep.sources[i] for i in ids))
-    return out
+    return [";".join(ep.sources[i] for i in ep.source_ids(a, b)) for a, b in zip(rp_starts, ends)]
 
 
 def _single_run_from_statistics(path):
     """The one (task, bound, algo, seed) of a Parquet file whose row-group statistics show a
     single value in each key column (a training shard), or None; reads no data pages."""
-    meta = pq.ParquetFile(path).metadata
-    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
-    if meta.num_rows == 0 or any(k not in names for k in RUN_KEYS):
+    found = constant_columns(pq.ParquetFile(path).metadata, {"task": str, "bound": (int, float), "algo": str, "seed": int})
+    if len(found) < len(RUN_KEYS):
         return None
-    key = None
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        values = []
-        for name in RUN_KEYS:
-            stats = group.column(names.index(name)).statistics
-            if stats is None or not stats.has_min_max or stats.null_count or stats.min != stats.max:
-                return None
-            values.append(stats.min)
-        if key not in (None, values):
-            return None
-        key = values
-    task, bound, algo, seed = key
-    if not isinstance(task, str) or not isinstance(algo, str):
-        return None
-    return {(task, float(bound), algo, int(seed))}
+    return {(found["task"], float(found["bound"]), found["algo"], int(found["seed"]))}
 
 
 def _run_keys_of_file(path):
@@ -250,28 +235,25 @@ def group_files_by_run(paths) -> list:
     return list(groups.values())
 
 
-def _first_last_run(summary: Summary):
-    runs = summary.runs
-    key = lambda i: (runs["task"].iat[i], runs["bound"].iat[i], runs["algo"].iat[i], runs["seed"].iat[i])  # noqa: E731
-    return key(0), key(len(runs) - 1)
+def _first_last_run(runs) -> tuple:
+    """(first, last) (task, bound, algo, seed) of a runs table (DataFrame or {column: array})."""
+    columns = [np.asarray(runs[k]) for k in RUN_KEYS]
+    return tuple(c[0] for c in columns), tuple(c[-1] for c in columns)
 
 
-def concat_summaries(summaries) -> Summary:
-    """One summary of many (each in canonical order), rows in canonical order.
+def _concat_in_run_order(parts, concat) -> Summary:
+    """One summary of parts ({table: rows}, each in canonical order, each with runs), rows in
+    canonical order; ``concat(tables, columns)`` joins one table's parts into a DataFrame.
 
-    When the parts hold disjoint, non-interleaving ranges of runs (one summary per run, the
-    usual case) ordering the parts is enough; otherwise every table is sorted.
+    When the parts hold disjoint, non-interleaving ranges of runs (one part per run, the usual
+    case) ordering the parts is enough; otherwise every table is sorted.
     """
-    summaries = [s for s in summaries if len(s.runs)] or list(summaries)[:1]
-    if len(summaries) == 1:
-        return summaries[0]
-    bounds = [_first_last_run(s) for s in summaries]
-    order = sorted(range(len(summaries)), key=lambda i: bounds[i][0])
+    bounds = [_first_last_run(p["runs"]) for p in parts]
+    order = sorted(range(len(parts)), key=lambda i: bounds[i][0])
     ordered = all(bounds[a][1] < bounds[b][0] for a, b in zip(order, order[1:]))
     out = {}
     for name, columns in TABLES.items():
-        frames = [getattr(summaries[i], name) for i in order]
-        df = pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
+        df = concat([parts[i][name] for i in order], columns)
         if not ordered:
             keys = [c for c in ("task", "bound", "algo", "seed", "phase", "iteration", "bin", "episode") if c in columns]
             df = sort_frame(df, keys)
@@ -279,17 +261,39 @@ def concat_summaries(summaries) -> Summary:
     return Summary(**out)
 
 
-def _summarise_group(group) -> Summary:
-    ep = sort_and_check(load_episode_arrays(group))
+def concat_summaries(summaries) -> Summary:
+    """One summary of many (each in canonical order), rows in canonical order."""
+    summaries = [s for s in summaries if len(s.runs)] or list(summaries)[:1]
+    if len(summaries) == 1:
+        return summaries[0]
+    return _concat_in_run_order(
+        [{name: getattr(s, name) for name in TABLES} for s in summaries],
+        lambda frames, columns: pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True),
+    )
+
+
+def _concat_columns(tables, columns) -> pd.DataFrame:
+    """One DataFrame of {column: array or list} parts."""
+    joined = {}
+    for c in columns:
+        values = [t[c] for t in tables]
+        joined[c] = list(itertools.chain.from_iterable(values)) if isinstance(values[0], list) else np.concatenate(values)
+    return pd.DataFrame(joined)
+
+
+def _summarise_group(group, use_threads=True) -> dict:
+    ep = sort_and_check(load_episode_arrays(group, use_threads))
     if len(ep) == 0:
         raise EpisodeTableError(f"{', '.join(group)}: no episodes")
-    return summarise_sorted(ep)
+    return summary_columns(ep)
 
 
 def summarise(paths, jobs: int = 1) -> Summary:
     """Validate episode files (Parquet/CSV, one or many) and summarise every run in them.
 
-    ``jobs`` > 1 summarises groups of files in that many processes (same result)."""
+    Groups of files that share no run are read and summarised in parallel threads (their
+    reading and array work runs outside Python's lock); ``jobs`` > 1 uses that many processes
+    instead. The result is the same either way."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     groups = group_files_by_run(paths)
@@ -298,9 +302,14 @@ def summarise(paths, jobs: int = 1) -> Summary:
 
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             parts = list(pool.map(_summarise_group, groups, chunksize=max(1, len(groups) // (8 * jobs))))
+    elif len(groups) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=STAGE1_THREADS) as pool:
+            parts = list(pool.map(_summarise_group, groups, itertools.repeat(False)))
     else:
-        parts = [_summarise_group(group) for group in groups]
-    summary = concat_summaries(parts)
+        parts = [_summarise_group(groups[0])]
+    summary = _concat_in_run_order(parts, _concat_columns)
     _check_no_overlap(summary)
     check_finite(summary.runs)
     return summary
@@ -385,7 +394,7 @@ def read_summaries(paths) -> Summary:
 __all__ = [
     "Summary",
     "summarise",
-    "summarise_sorted",
+    "summary_columns",
     "write_summary",
     "read_summary",
     "read_summaries",

@@ -23,6 +23,16 @@ def test_iqm_of_twelve_values_is_mean_of_middle_six():
     assert iqm(x) == trim_mean(x, 0.25)
 
 
+def test_iqm_equals_scipy_trim_mean_bit_for_bit():
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        shape = tuple(int(n) for n in rng.integers(1, 30, size=rng.integers(1, 4)))
+        x = rng.normal(size=shape) * 10.0 ** rng.uniform(-3, 6)
+        axis = int(rng.integers(0, len(shape)))
+        rows = np.ascontiguousarray(np.moveaxis(x, axis, -1))  # the layout iqm averages in
+        np.testing.assert_array_equal(iqm(x, axis=axis), trim_mean(rows, 0.25, axis=-1))
+
+
 def twelve_strata_sweep(tmp_path, n=20):
     """One train iterate per run, 20 episodes; stratum i has v0 = 7i mod 12 violations for seed 0
     and v1 = 0 (v0 < 6) or 12 (v0 >= 6) for seed 1, so its mean V is (v0 + v1) / 40."""
@@ -164,6 +174,13 @@ def test_cdf_from_histograms_equals_exact_ecdf_at_grid_points(tmp_path):
     np.testing.assert_array_equal(cdf["F"].to_numpy(), exact)
     assert np.all(cdf["F_low"] <= cdf["F_high"])
     assert cdf["F"].iloc[-1] < 1.0  # the 30 d costs lie past the grid's last point
+    # the bands, replicate by replicate: the ECDF of the drawn runs' episodes (runs in key order)
+    runs = list(costs_of.values())
+    draws = stratified_draws([3] * 4, 20, group_rng(0, "ppo", "final_greedy"))
+    replicates = [(np.concatenate([runs[i] for i in drawn])[:, None] <= KAPPA[None, :]).mean(axis=0) for drawn in draws]
+    low, high = np.percentile(replicates, (2.5, 97.5), axis=0)
+    np.testing.assert_array_equal(cdf["F_low"].to_numpy(), low)
+    np.testing.assert_array_equal(cdf["F_high"].to_numpy(), high)
 
 
 def test_splitting_input_over_files_changes_no_aggregate(tmp_path):
