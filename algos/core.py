@@ -279,19 +279,23 @@ def _build_programs(cfg: TrainConfig, env, batched: bool = False) -> Programs:
             obs = policy_obs(tstate, env_state.obs, h)
             mu, sigma = policy_dist(state.params, norm, obs)
             z = dist.sample_pre_tanh(k_act, mu, sigma)
-            next_state = env_step(env_state, jnp.tanh(z))
+            action = jnp.tanh(z)
+            if hooks.act is not None:  # a shield: the env gets its correction, PPO trains on z
+                action = hooks.act(state.algo, obs, action, h)
+            next_state = env_step(env_state, action)
             if transform is None:
                 reward = next_state.reward
             else:
                 tstate, reward = transform.step(tstate, next_state, h)
             extra = (state.update, step_index, multiplier, state.last_metrics, state_columns)
-            pending, rows, count = advance(pending, builtin_finished(next_state), log[1:], log.count, extra)
+            finished = builtin_finished(next_state)
+            pending, rows, count = advance(pending, finished, log[1:], log.count, extra)
             log = IterateLog(count, *rows)
             transition = Transition(obs, z, dist.log_prob(z, mu, sigma), reward, next_state.cost,
                                     next_state.done, next_state.truncated)
-            return (next_state, tstate, pending, log, key), transition
+            return (next_state, tstate, pending, log, key), (transition, finished)
 
-        (env_state, tstate, pending, log, _), traj = jax.lax.scan(
+        (env_state, tstate, pending, log, _), (traj, ended) = jax.lax.scan(
             rollout_step, (state.env_state, state.transform, state.pending, log, k_roll),
             jnp.arange(S, dtype=jnp.int32))
         if use_norm:
@@ -309,7 +313,7 @@ def _build_programs(cfg: TrainConfig, env, batched: bool = False) -> Programs:
         data = Transition(to_sequences(all_obs[obs_index], U + 1),
                           *(to_sequences(x, U) for x in traj[1:]))
         mean_cost = jnp.mean(traj.cost)
-        stats = update_stats(mean_cost, h, T)
+        stats = update_stats(mean_cost, h, T, ended.done, ended.cost, traj.obs, traj.raw_action, traj.cost)
         algo_state, params = state.algo, state.params
         if not sgd_policy:
             # the algorithm's step on the whole batch, before the critics move (advantages from the

@@ -6,9 +6,10 @@ or a policy loss plus a scalar multiplier update (the simple form, adapted to `H
 checkpointed with it and a resumed run is bitwise the uninterrupted one:
 
 * its own **state**, any pytree of arrays: `init(h)` makes it, `update(state, stats, h)`
-  moves it once per update after the SGD epochs (stats: the batch's mean per-step cost c and
-  the violation c - d/T), `trace(state, transform_state, h)` gives the trace's `multiplier` and
-  the registry entry's `state_columns` once per logged iterate (the values at the start of the
+  moves it once per update after the SGD epochs (stats: the batch's mean per-step cost c, the
+  violation c - d/T, the episodes that ended in its rollout and the rollout itself),
+  `trace(state, transform_state, h)` gives the trace's `multiplier` and the registry entry's
+  `state_columns` once per logged iterate (the values at the start of the
   update during whose rollout the iterate completed);
 * its **policy loss** for one minibatch, `loss(x: LossInputs, h)`, minimised by the core's
   SGD epochs together with the critics' losses; x.state is the state, a constant;
@@ -16,6 +17,9 @@ checkpointed with it and a resumed run is bitwise the uninterrupted one:
   remaining budget): per-env state carried through the rollout and the evaluation, extra
   observation entries the networks and the normaliser see, and the reward the critics and
   advantages are trained on (episode logs keep the task's own return and cost);
+* optionally a **shield** (`act`): the rollout's env gets `act(state, obs, tanh(z), h)` instead of
+  the policy's action tanh(z) (training only; PPO trains on z, the shield being part of the
+  task as the policy sees it; the evaluation acts unshielded);
 * optionally a **policy step** replacing the SGD policy update (e.g. CPO's trust-region step):
   `policy_step(x: PolicyStepInputs, h)` runs once per update on the whole batch before the
   SGD epochs, which then fit the critics only (the policy loss and entropy bonus are left out,
@@ -51,10 +55,15 @@ class LossInputs(NamedTuple):
 
 
 class UpdateStats(NamedTuple):
-    """Once per update, of the batch just collected."""
+    """Once per update, of the batch just collected ([S, N]: rollout steps x envs)."""
 
     mean_step_cost: jnp.ndarray  # c: mean per-step cost over every transition of the batch
     violation: jnp.ndarray  # c - d/T
+    ended: Any = None  # bool [S, N]: an episode ended at this step (its cost in ended_cost)
+    ended_cost: Any = None  # float32 [S, N]: the ended episode's cost (meaningful where ended)
+    obs: Any = None  # [S, N, O] policy observations of the rollout
+    raw_action: Any = None  # [S, N, A] pre-tanh actions sampled (before a Hooks.act correction)
+    step_cost: Any = None  # [S, N] the cost of each step
 
 
 class EnvTransform(NamedTuple):
@@ -90,12 +99,14 @@ class Hooks(NamedTuple):
     loss: Callable | None = None  # (x: LossInputs, h) -> scalar policy loss of one minibatch
     policy_step: Callable | None = None  # (x: PolicyStepInputs, h) -> (policy params, state, (loss, entropy, kl))
     transform: EnvTransform | None = None
+    act: Callable | None = None  # (state, obs [N, O], action [N, A], h) -> the action the env gets (a shield)
 
 
-def update_stats(mean_step_cost, h, episode_length: int) -> UpdateStats:
-    """c and c - d/T in float32 (d/T: the per-step bound, T the episode length)."""
+def update_stats(mean_step_cost, h, episode_length: int, *rollout) -> UpdateStats:
+    """c and c - d/T in float32 (d/T: the per-step bound, T the episode length), and the
+    rollout's fields (UpdateStats after `violation`) where given."""
     cost = jnp.asarray(mean_step_cost, jnp.float32)
-    return UpdateStats(cost, cost - h.bound / episode_length)
+    return UpdateStats(cost, cost - h.bound / episode_length, *rollout)
 
 
 def simple_hooks(spec) -> Hooks:

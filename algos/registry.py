@@ -129,6 +129,23 @@ ALGORITHMS: dict[str, Algorithm] = {
         # OmniSafe's CPO defaults (configs/on-policy/CPO.yaml; 20 line-search steps as cpo.py passes)
         scalars={"cpo_target_kl": 0.01, "cpo_cg_iters": 15.0, "cpo_cg_damping": 0.1, "cpo_ls_steps": 20.0,
                  "cpo_ls_decay": 0.8}),
+    # ---- beyond the paper: constraints on the paper's own metrics, and a shield -------
+    "ppo_chance": Algorithm(
+        label="PPO-Chance", uses_cost_critic=True, hooks="algos.ppo_chance:HOOKS",
+        multiplier="\u03bb on P(C > d) (chance constraint)",
+        state_columns=("chance_rate", "chance_episodes"),
+        scalars={"chance_alpha": 0.1, "chance_lr": 2.0, "chance_init": 0.0}),
+    "ppo_cvar": Algorithm(
+        label="PPO-CVaR", uses_cost_critic=True, hooks="algos.ppo_cvar:HOOKS",
+        multiplier="\u03bb on CVaR(C) (tail constraint)",
+        state_columns=("cvar_estimate",),
+        scalars={"cvar_level": 0.9, "cvar_lr": 0.1, "cvar_init": 0.0}),
+    "ppo_shield": Algorithm(
+        label="PPO-Shield", uses_cost_critic=True, hooks="algos.ppo_shield:HOOKS",
+        multiplier="\u03bb (Lagrange multiplier, shielded)",
+        state_columns=("shield_corrected", "shield_model_loss"),
+        scalars={"shield_lagrangian_lr": 3.0, "shield_lagrangian_init": 0.0, "shield_lr": 1e-3,
+                 "shield_fit_steps": 8.0, "shield_budget_scale": 1.0}),
 }
 
 ALGOS: tuple[str, ...] = tuple(ALGORITHMS)
