@@ -1,0 +1,192 @@
+"""PPO-Chance, PPO-CVaR and PPO-Shield: their estimators and the shield's correction on
+hand-worked cases, the multipliers' direction, and (slow) training that resumes bitwise and
+feeds the hooks the rollout's ended episodes. The sweep: config/presets/beyond.yaml."""
+import json
+import os
+
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+from algos import ppo_chance, ppo_cvar, ppo_shield, registry, train
+from algos.config import hyper_of, make_config
+from algos.interface import UpdateStats
+
+NAN = float("nan")
+
+
+def hyper(algo, sets=(), bound=4.0):
+    return hyper_of(make_config("cpu", {"bound": bound, "algo": algo}, list(sets)))
+
+
+def ended_stats(ended, costs):
+    """UpdateStats with only the ended episodes given ([S, N] arrays)."""
+    return UpdateStats(jnp.float32(0.0), jnp.float32(0.0), jnp.asarray(ended, bool),
+                       jnp.asarray(costs, jnp.float32))
+
+
+# ---- PPO-Chance ----------------------------------------------------------------------------
+
+def test_violation_rate_counts_the_ended_episodes_above_the_bound():
+    ended = [[True, False], [True, True], [False, True]]
+    costs = [[5.0, 99.0], [3.0, 7.0], [50.0, 4.0]]  # ended: 5, 3, 7, 4; 99 and 50 did not end
+    rate, n = ppo_chance.violation_rate(jnp.asarray(ended), jnp.asarray(costs), 4.0)
+    assert float(n) == 4.0 and float(rate) == 0.5  # 5 and 7 exceed 4; a cost of exactly d does not
+    rate, n = ppo_chance.violation_rate(jnp.zeros((2, 2), bool), jnp.ones((2, 2)), 4.0)
+    assert float(n) == 0.0 and np.isnan(float(rate))
+
+
+def test_chance_multiplier_rises_when_violated_falls_when_slack_and_waits_without_episodes():
+    h = hyper("ppo_chance")  # alpha 0.1, lr 2, bound 4
+    s = ppo_chance.ChanceState(jnp.float32(1.0), jnp.float32(NAN), jnp.float32(0.0))
+    violated = ppo_chance.update(s, ended_stats([[True, True]], [[5.0, 3.0]]), h)  # rate 0.5
+    assert float(violated.lam) == pytest.approx(1.0 + 2.0 * 0.4) and float(violated.rate) == 0.5
+    slack = ppo_chance.update(s, ended_stats([[True, True]], [[1.0, 3.0]]), h)  # rate 0
+    assert float(slack.lam) == pytest.approx(1.0 - 0.2)
+    floor = ppo_chance.update(s._replace(lam=jnp.float32(0.1)), ended_stats([[True]], [[0.0]]), h)
+    assert float(floor.lam) == 0.0  # projected onto lambda >= 0
+    waiting = ppo_chance.update(violated, ended_stats([[False, False]], [[9.0, 9.0]]), h)
+    assert float(waiting.lam) == float(violated.lam) and float(waiting.rate) == 0.5
+    assert float(waiting.episodes) == 0.0
+    assert float(ppo_chance.init(hyper("ppo_chance", ["chance_init=0.7"])).lam) == pytest.approx(0.7)
+
+
+# ---- PPO-CVaR ------------------------------------------------------------------------------
+
+def test_empirical_cvar_is_the_upper_tail_mean_hand_worked():
+    costs = jnp.arange(1.0, 11.0).reshape(5, 2)  # 1..10
+    ended = jnp.ones((5, 2), bool)
+    assert float(ppo_cvar.empirical_cvar(ended, costs, 0.9)[0]) == pytest.approx(10.0)  # the top 10 %
+    # tail weight 2.5 episodes: 10 + 9 + half of 8, over 2.5
+    assert float(ppo_cvar.empirical_cvar(ended, costs, 0.75)[0]) == pytest.approx(23.0 / 2.5)
+    assert float(ppo_cvar.empirical_cvar(ended, costs, 0.0)[0]) == pytest.approx(5.5)  # the mean
+    masked = ended.at[4, 1].set(False)  # the 10 did not end: 9 episodes, weight 0.9 -> at least one
+    cvar, n = ppo_cvar.empirical_cvar(masked, costs, 0.9)
+    assert float(n) == 9.0 and float(cvar) == pytest.approx(9.0)
+    cvar, n = ppo_cvar.empirical_cvar(jnp.zeros((5, 2), bool), costs, 0.9)
+    assert float(n) == 0.0 and np.isnan(float(cvar))
+
+
+def test_cvar_multiplier_moves_with_the_tail_not_the_mean():
+    h = hyper("ppo_cvar")  # level 0.9, lr 0.1, bound 4
+    s = ppo_cvar.CVaRState(jnp.float32(1.0), jnp.float32(NAN))
+    tail = [[0.0] * 9 + [14.0]]  # mean 1.4 < d, CVaR_0.9 = 14 > d
+    violated = ppo_cvar.update(s, ended_stats([[True] * 10], tail), h)
+    assert float(violated.cvar) == pytest.approx(14.0) and float(violated.lam) == pytest.approx(1.0 + 0.1 * 10)
+    slack = ppo_cvar.update(s, ended_stats([[True] * 10], [[2.0] * 10]), h)
+    assert float(slack.lam) == pytest.approx(1.0 - 0.1 * 2.0)
+    waiting = ppo_cvar.update(violated, ended_stats([[False] * 10], tail), h)
+    assert float(waiting.lam) == float(violated.lam) and float(waiting.cvar) == pytest.approx(14.0)
+
+
+# ---- PPO-Shield ----------------------------------------------------------------------------
+
+def constant_model(f, g):
+    """A shield model predicting cost f + g . a everywhere (the hidden layer's output ignored)."""
+    model = ppo_shield.init(hyper("ppo_shield")).model
+    bias = jnp.zeros_like(model[1]["b"]).at[0].set(f).at[1:1 + len(g)].set(jnp.asarray(g, jnp.float32))
+    return [model[0], {"w": jnp.zeros_like(model[1]["w"]), "b": bias}]
+
+
+def test_the_shield_corrects_an_action_that_would_break_the_budget_to_the_budget():
+    model, obs = constant_model(0.5, [1.0, 0.0]), jnp.zeros((3, 5))
+    actions = jnp.array([[0.2, 0.3], [-0.5, 0.3], [0.9, -0.7]])  # predicted 0.7, 0.0, 1.4; budget 0.1
+    taken, lam = ppo_shield.correct(model, jnp.float32(0.1), obs, actions)
+    np.testing.assert_allclose(np.asarray(lam), [0.6, 0.0, 1.3], atol=1e-6)
+    # a* = a - lambda* g: on the budget exactly (0.5 - 0.4 = 0.1), the safe action untouched, the
+    # third clipped to the action box (-0.4 -> fine; 0.9 - 1.3 = -0.4)
+    np.testing.assert_allclose(np.asarray(taken), [[-0.4, 0.3], [-0.5, 0.3], [-0.4, -0.7]], atol=1e-6)
+    unreachable = ppo_shield.correct(constant_model(1.5, [1.0, 0.0]), jnp.float32(0.1), obs[:1], jnp.zeros((1, 2)))
+    np.testing.assert_allclose(np.asarray(unreachable[0]), [[-1.0, 0.0]], atol=1e-6)  # as far as the box allows
+    fresh = ppo_shield.init(hyper("ppo_shield"))  # an untrained model predicts 0: no correction
+    assert bool(jnp.all(ppo_shield.act(fresh, jnp.ones((4, 7)), actions[:1].repeat(4, 0), None) == actions[0]))
+
+
+def test_the_shield_fits_its_model_to_the_rollout_and_takes_the_per_step_budget():
+    h = hyper("ppo_shield", ["shield_budget_scale=2", "shield_fit_steps=50", "shield_lr=0.01"])
+    rng = np.random.default_rng(0)
+    obs = jnp.asarray(rng.normal(size=(16, 8, 6)), jnp.float32)
+    raw = jnp.asarray(rng.normal(size=(16, 8, 2)), jnp.float32)
+    cost = 0.3 + 0.2 * jnp.tanh(raw[..., 0])  # linear in the action taken (no correction yet)
+    stats = UpdateStats(jnp.float32(0.05), jnp.float32(0.05 - 0.02), jnp.zeros((16, 8), bool),
+                        jnp.zeros((16, 8)), obs, raw, cost)  # d/T = 0.02
+    after = ppo_shield.update(ppo_shield.init(h), stats, h)
+    assert float(after.model_loss) == pytest.approx(float(jnp.mean(cost ** 2)), rel=1e-5)  # before its fit
+    f, g = ppo_shield.cost_model(after.model, obs.reshape(-1, 6), 2)
+    fitted = jnp.mean(jnp.square(f + jnp.sum(g * jnp.tanh(raw.reshape(-1, 2)), -1) - cost.reshape(-1)))
+    assert float(fitted) < 0.05 * float(after.model_loss)
+    assert float(after.step_budget) == pytest.approx(0.04)  # 2 x d/T
+    assert float(after.corrected) == 0.0  # the rollout was unshielded (an untrained model)
+    # the next rollout: every step predicted over 0.04, every action corrected
+    assert float(ppo_shield.update(after, stats, h).corrected) == 1.0
+    assert float(after.lam) == pytest.approx(3.0 * 0.03)  # PPO-Lag's step, shield_lagrangian_lr 3
+
+
+# ---- training (slow) -----------------------------------------------------------------------
+
+TASK_OF = {"ppo_chance": "circle", "ppo_cvar": "goal", "ppo_shield": "circle"}
+
+
+def config(algo, sets=()):
+    return make_config("cpu", dict(task=TASK_OF[algo], algo=algo, bound=1.0, seed=2, total_steps=6 * 2048,
+                                   num_envs=4, episode_length=64, eval_episodes=4),
+                       ["chunk_updates=2", "env.contact_model=simple", *sets])
+
+
+def tables(out):
+    episodes = pd.read_parquet(os.path.join(out, "episodes.parquet"))
+    trace = pd.read_parquet(os.path.join(out, "trace.parquet")).drop(columns="wall_time")
+    return episodes, trace
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", list(TASK_OF))
+def test_trains_and_resumes_bitwise(algo, tmp_path):
+    cfg = config(algo)
+    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
+    assert train.run(cfg, str(whole), quiet=True) == 0
+    assert train.run(cfg, str(resumed), quiet=True, stop_after_chunks=1) == train.EXIT_TEMPFAIL
+    assert train.run(cfg, str(resumed), quiet=True) == 0
+    (ep_a, tr_a), (ep_b, tr_b) = tables(whole), tables(resumed)
+    pd.testing.assert_frame_equal(ep_a, ep_b, check_exact=True)
+    pd.testing.assert_frame_equal(tr_a, tr_b, check_exact=True)
+    assert json.load(open(resumed / "run.json"))["restarts"] == 1
+    spec = registry.get(algo)
+    assert list(tr_a.columns[-len(spec.state_columns):]) == list(spec.state_columns)
+    after = tr_a[tr_a["update"] > 0]
+    assert len(after) and (after.multiplier > 0).any()  # bound 1: violated, the multiplier rose
+    if algo == "ppo_chance":  # 4 envs x 512 rollout steps per update, T = 64: 32 episodes end in each
+        assert (after.chance_episodes == 32).all() and after.chance_rate.between(0, 1).all()
+    elif algo == "ppo_cvar":
+        assert (after.cvar_estimate >= 0).all()
+    else:
+        assert (after.shield_corrected > 0).any() and np.isfinite(after.shield_model_loss).all()
+
+
+@pytest.mark.slow
+def test_an_inactive_shield_is_ppo_lag_and_an_active_one_changes_the_rollout(tmp_path):
+    """The act hook is the only way the shield reaches the env: with a budget no prediction can
+    exceed it is PPO-Lag bit for bit; with its budget it steers the rollout."""
+    base = dict(task="circle", bound=1.0, seed=2, total_steps=4 * 2048, num_envs=4, episode_length=64,
+                eval_episodes=4)
+    sets = ["chunk_updates=2", "env.contact_model=simple"]
+    runs = {"lag": make_config("cpu", dict(base, algo="ppo_lag"), sets),
+            "off": make_config("cpu", dict(base, algo="ppo_shield"), sets + ["shield_budget_scale=1e9"]),
+            "on": make_config("cpu", dict(base, algo="ppo_shield"), sets)}
+    for name, cfg in runs.items():
+        assert train.run(cfg, str(tmp_path / name), quiet=True) == 0
+    lag, off, on = (tables(tmp_path / name)[0] for name in runs)
+    pd.testing.assert_frame_equal(lag, off, check_exact=True)
+    training = lag.phase == "train"
+    assert not lag[training].cost.equals(on[training].cost)
+
+
+def test_the_beyond_preset_runs_them_beside_ppo_lag_on_the_default_grid():
+    from workflow import config_validation as cv
+
+    beyond, default = cv.resolve({"preset": "beyond"}), cv.resolve({})
+    assert beyond["algos"] == ["ppo_lag", "ppo_chance", "ppo_cvar", "ppo_shield"]
+    assert {k: v for k, v in beyond.items() if k not in ("algos", "specs", "preset")} == {
+        k: v for k, v in default.items() if k not in ("algos", "specs", "preset")}
+    assert len(beyond["specs"]) == 4 * 3 * 4 * 2
