@@ -26,3 +26,29 @@ def update_multiplier(algo, state, mean_step_cost, h, episode_length):
     """One update of the algorithm's state by the per-step violation c - d/T."""
     hooks = registry.get(algo).hooks_obj
     return state if hooks.update is None else hooks.update(state, update_stats(mean_step_cost, h, episode_length), h)
+
+
+def trained_whole_and_resumed(cfg, out):
+    """Train `cfg` into out/whole, and into out/resumed stopped after one chunk and resumed; check
+    the two give the same episodes and trace bit for bit; returns (episodes, trace) of the whole."""
+    import json
+    import os
+
+    import pandas as pd
+
+    from algos import train
+
+    def tables(folder):
+        episodes = pd.read_parquet(os.path.join(folder, "episodes.parquet"))
+        return episodes, pd.read_parquet(os.path.join(folder, "trace.parquet")).drop(columns="wall_time")
+
+    whole, resumed = os.path.join(out, "whole"), os.path.join(out, "resumed")
+    assert train.run(cfg, whole, quiet=True) == 0
+    assert train.run(cfg, resumed, quiet=True, stop_after_chunks=1) == train.EXIT_TEMPFAIL
+    assert os.path.exists(os.path.join(resumed, "checkpoint", "state-0.json"))
+    assert train.run(cfg, resumed, quiet=True) == 0
+    (ep_a, tr_a), (ep_b, tr_b) = tables(whole), tables(resumed)
+    pd.testing.assert_frame_equal(ep_a, ep_b, check_exact=True)
+    pd.testing.assert_frame_equal(tr_a, tr_b, check_exact=True)
+    assert json.load(open(os.path.join(resumed, "run.json")))["restarts"] == 1
+    return ep_a, tr_a

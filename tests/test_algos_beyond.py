@@ -1,7 +1,6 @@
 """PPO-Chance, PPO-CVaR and PPO-Shield: their estimators and the shield's correction on
 hand-worked cases, the multipliers' direction, and (slow) training that resumes bitwise and
 feeds the hooks the rollout's ended episodes. The sweep: config/presets/beyond.yaml."""
-import json
 import os
 
 import jax.numpy as jnp
@@ -12,6 +11,7 @@ import pytest
 from algos import ppo_chance, ppo_cvar, ppo_shield, registry, train
 from algos.config import hyper_of, make_config
 from algos.interface import UpdateStats
+from algo_steps import trained_whole_and_resumed
 
 NAN = float("nan")
 
@@ -143,15 +143,7 @@ def tables(out):
 @pytest.mark.slow
 @pytest.mark.parametrize("algo", list(TASK_OF))
 def test_trains_and_resumes_bitwise(algo, tmp_path):
-    cfg = config(algo)
-    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
-    assert train.run(cfg, str(whole), quiet=True) == 0
-    assert train.run(cfg, str(resumed), quiet=True, stop_after_chunks=1) == train.EXIT_TEMPFAIL
-    assert train.run(cfg, str(resumed), quiet=True) == 0
-    (ep_a, tr_a), (ep_b, tr_b) = tables(whole), tables(resumed)
-    pd.testing.assert_frame_equal(ep_a, ep_b, check_exact=True)
-    pd.testing.assert_frame_equal(tr_a, tr_b, check_exact=True)
-    assert json.load(open(resumed / "run.json"))["restarts"] == 1
+    _, tr_a = trained_whole_and_resumed(config(algo), str(tmp_path))
     spec = registry.get(algo)
     assert list(tr_a.columns[-len(spec.state_columns):]) == list(spec.state_columns)
     after = tr_a[tr_a["update"] > 0]
@@ -177,7 +169,7 @@ def test_an_inactive_shield_is_ppo_lag_and_an_active_one_changes_the_rollout(tmp
     for name, cfg in runs.items():
         assert train.run(cfg, str(tmp_path / name), quiet=True) == 0
     lag, off, on = (tables(tmp_path / name)[0] for name in runs)
-    pd.testing.assert_frame_equal(lag, off, check_exact=True)
+    pd.testing.assert_frame_equal(lag.drop(columns="algo"), off.drop(columns="algo"), check_exact=True)
     training = lag.phase == "train"
     assert not lag[training].cost.equals(on[training].cost)
 
@@ -190,3 +182,32 @@ def test_the_beyond_preset_runs_them_beside_ppo_lag_on_the_default_grid():
     assert {k: v for k, v in beyond.items() if k not in ("algos", "specs", "preset")} == {
         k: v for k, v in default.items() if k not in ("algos", "specs", "preset")}
     assert len(beyond["specs"]) == 4 * 3 * 4 * 2
+
+
+def test_beyond_pairs_compares_each_algorithm_with_ppo_lag_on_the_same_runs(tmp_path, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("beyond_pairs", os.path.join(
+        os.path.dirname(__file__), "..", "benchmarks", "beyond_pairs.py"))
+    pairs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pairs)
+    rows = []
+    for algo, v, r in [("ppo_lag", [0.5, 0.2], [10.0, 4.0]), ("ppo_cvar", [0.1, 0.3], [8.0, 6.0])]:
+        for seed in (0, 1):
+            for phase in ("train", "final_greedy"):
+                rows.append(dict(task="circle", bound=3.75, algo=algo, seed=seed, phase=phase, n_episodes=100,
+                                 R=r[seed], V=v[seed], Dnorm_plus=v[seed] / 2))
+    rows.append(dict(task="goal", bound=3.75, algo="ppo_cvar", seed=0, phase="train", n_episodes=100, R=0.0,
+                     V=0.0, Dnorm_plus=0.0))  # no PPO-Lag run to pair with: left out
+    path = tmp_path / "run_metrics.parquet"
+    pd.DataFrame(rows).to_parquet(path)
+    table = pairs.paired(pd.read_parquet(path), "ppo_lag").set_index("figure")
+    violations = table.loc["train violations"]
+    assert (violations["pairs"], violations["median"], violations["reference median"]) == (2, 20.0, 35.0)
+    assert (violations["better in"], violations["worse in"]) == (1, 1)  # 10 < 50, 30 > 20
+    ret = table.loc["final_greedy R"]
+    assert (ret["better in"], ret["worse in"]) == (1, 1)  # 6 > 4 better, 8 < 10 worse
+    assert pairs.main([str(path)]) == 0 and "final_greedy Dnorm_plus" in capsys.readouterr().out
+    assert pairs.main([str(path), "--reference", "ppo"]) == 2
+    assert "no runs of the reference algo 'ppo'" in capsys.readouterr().err
+    assert pairs.main([str(tmp_path / "missing.parquet")]) == 2

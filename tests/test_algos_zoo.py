@@ -1,21 +1,18 @@
-"""PPO-PID, PPO-Saute, CRPO and CPO train through runs.train and resume bitwise from a checkpoint.
+"""PPO-PID, PPO-Saute, CRPO and CPO train through algos.train and resume bitwise from a checkpoint.
 
 One tiny run per algorithm (4 envs, T = 64, 6 updates in chunks of 2), each on another
 built-in task so that the four tasks are all covered: one compiled program per algorithm (with
 the tasks' one-point contact model, which compiles in a fraction of the MJX solve's time).
 Every (algorithm, task) pair at this budget: docs/algos.md gives the command and its outcome.
 """
-import json
 import os
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from algos import registry
-
-from runs import train
 from algos.config import make_config
+from algo_steps import trained_whole_and_resumed
 
 pytestmark = pytest.mark.slow
 TASK_OF = {"ppo_pid": "goal", "ppo_saute": "circle", "crpo": "push", "cpo": "button"}
@@ -27,24 +24,10 @@ def config(algo):
                        ["chunk_updates=2", "env.contact_model=simple"])  # the quick-to-compile contacts
 
 
-def tables(out):
-    episodes = pd.read_parquet(os.path.join(out, "episodes.parquet"))
-    trace = pd.read_parquet(os.path.join(out, "trace.parquet")).drop(columns="wall_time")
-    return episodes, trace
-
-
 @pytest.mark.parametrize("algo", list(TASK_OF))
 def test_trains_and_resumes_bitwise(algo, tmp_path):
     cfg = config(algo)
-    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
-    assert train.run(cfg, str(whole), quiet=True) == 0
-    assert train.run(cfg, str(resumed), quiet=True, stop_after_chunks=1) == train.EXIT_TEMPFAIL
-    assert os.path.exists(resumed / "checkpoint" / "state-0.json")
-    assert train.run(cfg, str(resumed), quiet=True) == 0
-    (ep_a, tr_a), (ep_b, tr_b) = tables(whole), tables(resumed)
-    pd.testing.assert_frame_equal(ep_a, ep_b, check_exact=True)
-    pd.testing.assert_frame_equal(tr_a, tr_b, check_exact=True)
-    assert json.load(open(resumed / "run.json"))["restarts"] == 1
+    ep_a, tr_a = trained_whole_and_resumed(cfg, str(tmp_path))
 
     spec = registry.get(algo)
     assert list(tr_a.columns[-len(spec.state_columns):] if spec.state_columns else []) == list(spec.state_columns)
