@@ -36,7 +36,7 @@ def trained_whole_and_resumed(cfg, out):
 
     import pandas as pd
 
-    from algos import train
+    from runs import train
 
     def tables(folder):
         episodes = pd.read_parquet(os.path.join(folder, "episodes.parquet"))

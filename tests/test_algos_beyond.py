@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from algos import ppo_chance, ppo_cvar, ppo_shield, registry, train
+from algos import ppo_chance, ppo_cvar, ppo_shield, registry
+from runs import train
 from algos.config import hyper_of, make_config
 from algos.interface import UpdateStats
 from algo_steps import trained_whole_and_resumed

@@ -1,4 +1,4 @@
-"""PPO-PID, PPO-Saute, CRPO and CPO train through algos.train and resume bitwise from a checkpoint.
+"""PPO-PID, PPO-Saute, CRPO and CPO train through runs.train and resume bitwise from a checkpoint.
 
 One tiny run per algorithm (4 envs, T = 64, 6 updates in chunks of 2), each on another
 built-in task so that the four tasks are all covered: one compiled program per algorithm (with
