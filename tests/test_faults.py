@@ -523,7 +523,9 @@ def test_the_trainer_stops_with_one_line_when_no_checkpoint_is_usable(reference,
     assert proc.returncode == 1
     err = one_line_error(proc)
     assert f"{out / 'checkpoint'}: no usable checkpoint" in err and f"delete {out / 'checkpoint'}" in err
-    assert files_in(out) == {run_layout.CHECKPOINT_DIR, run_layout.FAILURE_RECORD, run_layout.JOB_MARKER}  # nothing half-written
+    # nothing half-written; the progress of the interrupted attempt stays for workflow.status
+    assert files_in(out) == {run_layout.CHECKPOINT_DIR, run_layout.FAILURE_RECORD, run_layout.JOB_MARKER,
+                             run_layout.PROGRESS}
     assert "no usable checkpoint" in json.loads((out / run_layout.FAILURE_RECORD).read_text())["error"]
 
 
