@@ -123,13 +123,8 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
     cache_key = (config.static_key(), env, size, mode)
     if cache_key in _COMPILED:
         return _COMPILED[cache_key]._replace(compile_s=0.0)
-    start = time.perf_counter()
-    stored_at = _executable_path(cache_key)
-    stored = _load_executables(stored_at)
-    if stored is not None:
-        _COMPILED[cache_key] = Compiled(*stored, time.perf_counter() - start, mode)
-        return _COMPILED[cache_key]
     programs = build_programs(config, env, batched=mode == "batched")
+    start = time.perf_counter()
     template = jax.eval_shape(programs.init, jnp.int32(0), hyper_of(config))
     if size is None:
         seed, h, budget = jnp.int32(0), hyper_of(config), jnp.int32(0)
@@ -152,71 +147,7 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
         jax.jit(evaluate).lower(state.params, state.normalizer, seed, jnp.float32(0.0), h).compile(),
         template, time.perf_counter() - start, mode)
     _COMPILED[cache_key] = compiled
-    _store_executables(stored_at, compiled)
     return compiled
-
-
-# ---- serialised executables -------------------------------------------------------------
-# A hit in JAX's persistent cache still traces and lowers the programs (seconds each); a
-# program's serialised executable, stored beside that cache under a key of everything that
-# shapes it, loads without either (benchmarks/program_load.py measures each).
-EXECUTABLES_DIR = "executables"
-
-
-def _executable_path(cache_key) -> str | None:
-    """Where the serialised programs of `cache_key` live, or None without a persistent cache.
-    The key: the static config, task, size and mode, the code that builds programs, JAX's
-    versions, the device and the XLA flags."""
-    import jax
-    import jaxlib
-
-    cache_dir = jax.config.jax_compilation_cache_dir
-    if not cache_dir:
-        return None
-    device = jax.devices()[0]
-    identity = repr((cache_key, code_version(), jax.__version__, jaxlib.__version__, device.platform,
-                     device.device_kind, os.environ.get("XLA_FLAGS", "")))
-    name = hashlib.sha256(identity.encode()).hexdigest()[:32]
-    return os.path.join(cache_dir, EXECUTABLES_DIR, name + ".pkl")
-
-
-def _load_executables(path: str | None):
-    """(init, chunk, evaluate, template) from `path`, or None when absent or unreadable (then
-    the programs compile and the file is written again)."""
-    import pickle
-
-    from jax.experimental.serialize_executable import deserialize_and_load
-
-    if path is None or not os.path.exists(path):
-        return None
-    try:
-        with open(path, "rb") as f:
-            stored = pickle.load(f)
-        return (*(deserialize_and_load(*stored[name]) for name in ("init", "chunk", "evaluate")), stored["template"])
-    except Exception:  # noqa: BLE001 - a damaged or foreign file is only a cache miss
-        return None
-
-
-def _store_executables(path: str | None, compiled: Compiled) -> None:
-    import pickle
-
-    from jax.experimental.serialize_executable import serialize
-
-    from metrics.atomic import atomic_write
-
-    if path is None:
-        return
-    try:
-        blob = pickle.dumps({"init": serialize(compiled.init), "chunk": serialize(compiled.chunk),
-                             "evaluate": serialize(compiled.evaluate), "template": compiled.template})
-    except Exception:  # noqa: BLE001 - a program this JAX cannot serialise is compiled each time
-        return
-    def write(tmp):
-        with open(tmp, "wb") as f:
-            f.write(blob)
-
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    atomic_write(path, write)
 
 
 def _sequential(fn):

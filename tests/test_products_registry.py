@@ -18,7 +18,7 @@ from workflow import plan
 
 REPO = Path(__file__).resolve().parent.parent
 # What a workflow needs to run (the rest of a checkout: tests, docs, benchmarks, caches).
-WORKFLOW_PARTS = ["Snakefile", "workflow", "config", "metrics", "algos", "envs", "cluster_profiles"]
+WORKFLOW_PARTS = ["Snakefile", "workflow", "config", "metrics", "algos", "runs", "envs", "cluster_profiles"]
 TOY = "workflow/products/catalog/figure_toy.py"
 
 pytestmark = pytest.mark.slow
