@@ -38,3 +38,13 @@ def test_render_draws_known_tasks_and_writes_a_picture(tmp_path):
     out = tmp_path / "circle.png"
     render.render("circle", str(out), steps=20)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_render_command_draws_the_given_number_of_steps(tmp_path, capsys):
+    from tools import render
+
+    out = tmp_path / "circle.png"
+    assert render.main(["circle", "--out", str(out), "--steps", "5"]) == 0
+    assert out.stat().st_size > 0 and f"wrote {out}" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        render.main(["circle", "--out", str(out), "--steps", "0"])

@@ -557,3 +557,14 @@ def test_a_resume_under_changed_code_is_recorded_and_listed_as_outdated(referenc
                              code=programs.code_version())
     assert done.state == "done" and status.outdated([done]) == [done]
     assert "0ld0ld0ld0ld0ld0" in done.detail
+
+
+@pytest.mark.slow
+def test_the_trainer_takes_its_backend_and_cache_folder_from_the_command_line(tmp_path):
+    """--backend builtin trains the built-in task; --cache-dir is where the compiled programs go."""
+    cache = tmp_path / "cache"
+    proc = run_module("runs.train", *TINY, "--backend", "builtin", "--cache-dir", str(cache),
+                      "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((tmp_path / "run" / run_layout.RUN_JSON).read_text())["config"]["backend"] == "builtin"
+    assert any(p.is_file() for p in cache.rglob("*"))

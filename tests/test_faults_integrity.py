@@ -290,3 +290,18 @@ def test_the_trainer_and_the_engine_remove_leftovers_in_their_folders(tmp_path, 
     path = _csv(tmp_path / "ep.csv", [f"a,25,ppo,{s},train,0,{e},1,2" for s in (0, 1) for e in (0, 1)])
     assert metrics_cli.main(["evaluate", str(path), "--out", str(out), "--reps", "10"]) == 0
     assert not list(out.glob(".staging-*"))
+
+
+@pytest.mark.slow
+def test_the_report_command_builds_a_page_from_the_stage_files(tiny_sweep, tmp_path):
+    """python -m workflow.report OUT --iqm --tiers --conditions [--config]: the report alone."""
+    from workflow import report
+
+    metrics_dir = tiny_sweep / "results" / "metrics"
+    config = tmp_path / "config.yaml"
+    config.write_text("preset: tiny\n")
+    out = tmp_path / "report.html"
+    report.main([str(out), "--iqm", str(metrics_dir / "iqm.csv"), "--tiers", str(metrics_dir / "tiers.csv"),
+                 "--conditions", str(metrics_dir / "conditions.csv"), "--config", str(config)])
+    page = out.read_text()
+    assert "<html" in page.lower() and "ppo_lag" in page.lower().replace("-", "_")

@@ -239,6 +239,12 @@ def test_launcher_dry_run_names_command_and_job(capsys):
     assert "'timeout_min': 120" in out and "'slurm_partition': 'cpu'" in out
 
 
+def test_launcher_passes_the_account_to_the_controller_job(capsys):
+    rc = launch.main(["--profile", str(REPO / "cluster_profiles" / "slurm"), "--preset", "paper",
+                      "--account", "proj42", "--dry-run"])
+    assert rc == 0 and "'slurm_account': 'proj42'" in capsys.readouterr().out
+
+
 def test_launcher_rejects_a_folder_without_profile(tmp_path):
     with pytest.raises(SystemExit):
         launch.main(["--profile", str(tmp_path), "--dry-run"])
