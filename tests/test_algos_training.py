@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd

@@ -5,7 +5,6 @@ built-in task so that the four tasks are all covered: one compiled program per a
 the tasks' one-point contact model, which compiles in a fraction of the MJX solve's time).
 Every (algorithm, task) pair at this budget: docs/algos.md gives the command and its outcome.
 """
-import os
 
 import numpy as np
 import pytest

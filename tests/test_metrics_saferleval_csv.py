@@ -3,7 +3,6 @@ on files written in that format: one row per seed, JSON lists of final episode c
 import csv
 import json
 
-import pandas as pd
 import pytest
 
 import metrics
