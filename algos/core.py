@@ -139,8 +139,9 @@ def minibatch_loss(params, mb: Transition, norm, algo_state, multiplier, h: Hype
     act = setup.activation
     obs = normalize(norm, mb.obs, setup.normalize)  # [B, U+1, O]
     sgd_policy = setup.hooks.policy_step is None
+    mu, sigma = dist.split_output(apply_mlp(params["policy"], obs[:, :-1], act))
+    action_std = jax.lax.stop_gradient(jnp.mean(sigma))
     if sgd_policy:
-        mu, sigma = dist.split_output(apply_mlp(params["policy"], obs[:, :-1], act))
         log_ratio = dist.log_prob(mb.raw_action, mu, sigma) - mb.log_prob
         ratio = jnp.exp(log_ratio)
     values, vs, adv = critic(params, "value", obs, mb.reward * h.reward_scaling, mb, h, act)
@@ -154,7 +155,7 @@ def minibatch_loss(params, mb: Transition, norm, algo_state, multiplier, h: Hype
     if not sgd_policy:  # the policy moved in the algorithm's own step; its entries come from there
         nan = jnp.float32(jnp.nan)
         return value_loss + cost_term, _metrics(policy_loss=nan, value_loss=value_loss, cost_value_loss=cost_value_loss,
-                                 entropy=nan, approx_kl=nan)
+                                 entropy=nan, approx_kl=nan, action_std=action_std)
     state = jax.lax.stop_gradient(algo_state)
     pol_loss = setup.hooks.loss(LossInputs(ratio, log_ratio, standardise(adv), cost_adv,
                                            jax.lax.stop_gradient(multiplier), jnp.float32(0.0), state), h)
@@ -162,7 +163,7 @@ def minibatch_loss(params, mb: Transition, norm, algo_state, multiplier, h: Hype
     total = pol_loss + value_loss + cost_term - h.entropy_cost * entropy
     approx_kl = jnp.mean((ratio - 1.0) - log_ratio)
     return total, _metrics(policy_loss=pol_loss, value_loss=value_loss, cost_value_loss=cost_value_loss,
-                           entropy=entropy, approx_kl=approx_kl)
+                           entropy=entropy, approx_kl=approx_kl, action_std=action_std)
 
 
 def _metrics(**values):

@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 # The losses of an update, in the order of the program's metrics vector (means over minibatches).
-LOSS_METRICS = ("policy_loss", "value_loss", "cost_value_loss", "entropy", "approx_kl")
+# action_std: the policy's mean pre-tanh sigma over the minibatch's states and action dims (how
+# much exploration noise the policy still adds; its greedy action drops it).
+LOSS_METRICS = ("policy_loss", "value_loss", "cost_value_loss", "entropy", "approx_kl", "action_std")
 # What an algorithm's own policy step (algos.interface.Hooks.policy_step) reports, in this order.
 POLICY_STEP_METRICS = ("policy_loss", "entropy", "approx_kl")
 POLICY_STEP_INDEX = tuple(LOSS_METRICS.index(name) for name in POLICY_STEP_METRICS)

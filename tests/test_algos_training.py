@@ -63,8 +63,9 @@ def test_run_folder_follows_the_episode_table_and_trace_contracts(runs):
     assert (frame.bound == 15.0).all() and (frame.algo == "ppo_lag").all() and (frame.task == "goal").all()
     trace = pd.read_parquet(os.path.join(out, "trace.parquet"))
     for column in ("iteration", "env_steps", "wall_time", "multiplier", "policy_loss", "value_loss",
-                   "cost_value_loss", "entropy", "approx_kl"):
+                   "cost_value_loss", "entropy", "approx_kl", "action_std"):
         assert column in trace.columns
+    assert (trace.action_std > 0).all()  # the policy's sigma is softplus + 0.001
     assert len(trace) == n_iter and (np.diff(trace.env_steps) == cfg.num_envs * cfg.episode_length).all()
     assert (np.diff(trace.wall_time) > 0).all() and (trace.multiplier >= 0).all()
     np.testing.assert_allclose(trace.mean_cost, train_rows.groupby("iteration").cost.mean(), rtol=1e-6)

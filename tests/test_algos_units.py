@@ -277,8 +277,10 @@ def test_minibatch_loss_at_the_policy_that_collected_it():
     setup = LossSetup("tanh", False, True, registry.get("ppo").hooks_obj)
     total, metrics = minibatch_loss(params, mb, init_normalizer(O), init_algo_state("ppo", h), jnp.float32(0.0),
                                     h, keys[0], setup)
-    m = dict(zip(("policy_loss", "value_loss", "cost_value_loss", "entropy", "approx_kl"), np.asarray(metrics)))
+    m = dict(zip(("policy_loss", "value_loss", "cost_value_loss", "entropy", "approx_kl", "action_std"),
+                 np.asarray(metrics)))
     assert m["approx_kl"] == 0.0
+    assert m["action_std"] == pytest.approx(float(jnp.mean(sigma)), rel=1e-6)
     _, _, adv = critic(params, "value", obs, mb.reward * h.reward_scaling, mb, h, "tanh")
     assert m["policy_loss"] == pytest.approx(float(-jnp.mean(standardise(adv))), abs=1e-6)
     for name, rewards, key in (("value", mb.reward * h.reward_scaling, "value_loss"), ("cost_value", mb.cost,
