@@ -48,7 +48,7 @@ def run_budget(out: str, budget: int, args) -> float:
     start = time.monotonic()
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", os.path.join(ROOT, "Snakefile"),
            "--workflow-profile", os.path.join(ROOT, "cluster_profiles", "local"), "--cores", str(args.cores),
-           "--configfile", "config.yaml", "metrics"]
+           "metrics", "--configfile", "config.yaml"]  # the target first: --configfile takes several
     with open(os.path.join(folder, "snakemake.log"), "w") as log:
         done = subprocess.run(cmd, cwd=folder, stdout=log, stderr=subprocess.STDOUT)
     if done.returncode != 0:
