@@ -10,9 +10,10 @@ noise-minus-greedy gap, the final returns with and without noise, the policy's f
 
     python benchmarks/budget_study.py --out DIR [--budgets 1 4 16] [--tasks circle goal]
         [--algos ppo_lag p3o] [--seeds 2] [--cores 2] [--report-only]
+        [--preset default] [--base-steps N]
 
-Each budget is a sweep of the `default` preset (its bounds) with `train.total_steps` = budget x
-the cpu preset's, in DIR/x{budget}/ (Snakemake target `metrics`: runs, summaries, aggregation,
+Each budget is a sweep of the `default` preset (its bounds; --preset another) with
+`train.total_steps` = budget x --base-steps (default: the cpu preset's), in DIR/x{budget}/ (Snakemake target `metrics`: runs, summaries, aggregation,
 tiers; no figures). A rerun reuses finished runs; --report-only only reads what is there.
 """
 from __future__ import annotations
@@ -41,8 +42,8 @@ def run_budget(out: str, budget: int, args) -> float:
     """Train and evaluate one budget's sweep; its wall time in seconds."""
     folder = sweep_dir(out, budget)
     os.makedirs(folder, exist_ok=True)
-    config = {"preset": "default", "tasks": list(args.tasks), "algos": list(args.algos), "seeds": args.seeds,
-              "train": {"total_steps": budget * make_config("cpu").total_steps}}
+    config = {"preset": args.preset, "tasks": list(args.tasks), "algos": list(args.algos), "seeds": args.seeds,
+              "train": {"total_steps": budget * args.base_steps}}
     with open(os.path.join(folder, "config.yaml"), "w") as f:
         yaml.safe_dump(config, f, sort_keys=False)
     start = time.monotonic()
@@ -92,8 +93,9 @@ def budget_table(out: str, budget: int, algos) -> tuple[pd.DataFrame, pd.DataFra
     per_task = gaps.pivot_table(index=["algo", "task"], columns="metric", values="gap").add_suffix(" gap")
     per_task = per_task.join(returns.rename(columns={"final_explore": "R noise", "final_greedy": "R greedy"}))
     per_task = per_task.join(stds.groupby(["algo", "task"])["action_std"].mean().rename("action std"))
+    per_task = per_task.round(3).reset_index()
     per_task.insert(0, "budget", f"x{budget}")
-    return pd.DataFrame(per_algo), per_task.round(3).reset_index()
+    return pd.DataFrame(per_algo), per_task
 
 
 def main(argv=None) -> None:
@@ -104,6 +106,9 @@ def main(argv=None) -> None:
     parser.add_argument("--algos", nargs="+", default=["ppo_lag", "p3o"])
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--preset", default="default", help="the sweep preset each budget extends")
+    parser.add_argument("--base-steps", type=int, default=make_config("cpu").total_steps,
+                        help="steps per run at budget 1 (default: the cpu preset's)")
     parser.add_argument("--report-only", action="store_true", help="only read the sweeps already in --out")
     args = parser.parse_args(argv)
     walls = {}
