@@ -14,30 +14,33 @@ An algorithm comes in one of two forms (docs/algos.md, "Adding an algorithm"):
   and traced), optionally an observation/reward transform of the task (`EnvTransform`) and
   optionally a replacement of the SGD policy step (`policy_step`).
 
-This module imports no JAX, so the workflow can read the names cheaply; the functions are
-named as "module:attribute" and imported when training starts.
+This module imports no JAX, so the workflow can read the names cheaply: an entry names its
+code as `lambda: algos.ppo_pid.HOOKS`, and `algos.ppo_pid` is imported when the lambda is
+called, when training starts (algos/__init__.py loads a module on its first use).
 """
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Callable
+
+import algos
 
 
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
     """One algorithm on the PPO core (docs/algos.md).
 
-    Simple form:
-    loss:   "module:function", `f(x: hooks.LossInputs, h: Hyper) -> scalar policy loss`
-    update: "module:function", `f(multiplier, violation, h) -> new multiplier`, called once per
-            update with the per-step violation c - d/T; None keeps the multiplier fixed
+    Simple form (`loss` and `update` are functions of no arguments that return the function):
+    loss:   returns `f(x: hooks.LossInputs, h: Hyper) -> scalar policy loss`
+    update: returns `f(multiplier, violation, h) -> new multiplier`, called once per update with
+            the per-step violation c - d/T; None keeps the multiplier fixed
     multiplier_init: the scalar whose value starts the multiplier; None means the algorithm has
             no multiplier (it stays 0 and the trace records NaN)
 
     General form:
-    hooks:  "module:NAME" of an `algos.interface.Hooks` (its own state, update, loss or policy
-            step, transform, trace); `loss`, `update` and `multiplier_init` are then unused
+    hooks:  a function of no arguments that returns the algorithm's `algos.interface.Hooks` (its
+            own state, update, loss or policy step, transform, trace); `loss`, `update` and
+            `multiplier_init` are then unused
     state_columns: names of the trace columns its `Hooks.trace` fills besides `multiplier`
             (static, so the trace's columns are known without JAX)
 
@@ -50,11 +53,11 @@ class Algorithm:
 
     label: str  # display name in tables and figures
     uses_cost_critic: bool
-    loss: str | None = None
-    update: str | None = None
+    loss: Callable[[], Callable] | None = None
+    update: Callable[[], Callable] | None = None
     multiplier_init: str | None = None
     scalars: dict = dataclasses.field(default_factory=dict)
-    hooks: str | None = None
+    hooks: Callable[[], object] | None = None
     state_columns: tuple = ()
     multiplier: str | None = None
 
@@ -64,17 +67,17 @@ class Algorithm:
 
     @property
     def loss_fn(self) -> Callable | None:
-        return None if self.loss is None else _load(self.loss)
+        return None if self.loss is None else self.loss()
 
     @property
     def update_fn(self) -> Callable | None:
-        return None if self.update is None else _load(self.update)
+        return None if self.update is None else self.update()
 
     @property
     def hooks_obj(self):
         """The general-form `algos.interface.Hooks` (the simple form adapted to it when `hooks` is None)."""
         if self.hooks is not None:
-            return _load(self.hooks)
+            return self.hooks()
         from algos.interface import simple_hooks  # JAX: only when training
 
         return simple_hooks(self)
@@ -83,27 +86,27 @@ class Algorithm:
 ALGORITHMS: dict[str, Algorithm] = {
     "ppo": Algorithm(
         label="PPO", uses_cost_critic=False,  # CRAX's PPO has no cost critic
-        loss="algos.hooks:ppo_loss"),
+        loss=lambda: algos.hooks.ppo_loss),
     "ppo_lag": Algorithm(
         label="PPO-Lag", uses_cost_critic=True,
-        loss="algos.hooks:ppo_lag_loss", update="algos.hooks:ppo_lag_update",
+        loss=lambda: algos.hooks.ppo_lag_loss, update=lambda: algos.hooks.ppo_lag_update,
         multiplier_init="lagrangian_init", multiplier="\u03bb (Lagrange multiplier)",
         scalars={"lagrangian_lr": 3.0, "lagrangian_init": 0.0}),
     "p3o": Algorithm(
         label="P3O", uses_cost_critic=True,
-        loss="algos.hooks:p3o_loss", update="algos.hooks:p3o_update",
+        loss=lambda: algos.hooks.p3o_loss, update=lambda: algos.hooks.p3o_update,
         multiplier_init="kappa_init", multiplier="\u03ba (penalty factor)",
         scalars={"kappa_init": 0.01, "kappa_factor": 1.1, "kappa_decay": 0.9, "kappa_max": 50.0}),
     "focops": Algorithm(
         label="FOCOPS", uses_cost_critic=True,
-        loss="algos.hooks:focops_loss", update="algos.hooks:focops_update",
+        loss=lambda: algos.hooks.focops_loss, update=lambda: algos.hooks.focops_update,
         multiplier_init="nu_init", multiplier="\u03bd (cost weight)",
         # focops_kl_grad 1: CRAX differentiates FOCOPS's KL factor; 0: stop-gradient
         scalars={"nu_init": 0.1, "nu_lr": 1.0, "nu_max": 100.0, "focops_lam": 1.5, "focops_eta": 0.02,
                  "focops_kl_grad": 1.0}),
     # ---- the general form (algos/interface.py) ----------------------------------------
     "ppo_pid": Algorithm(
-        label="PPO-PID", uses_cost_critic=True, hooks="algos.ppo_pid:HOOKS",
+        label="PPO-PID", uses_cost_critic=True, hooks=lambda: algos.ppo_pid.HOOKS,
         multiplier="\u03bb (PID Lagrange multiplier)",
         state_columns=("pid_integral", "pid_prev_violation", "pid_derivative"),
         # CRAX's CLI defaults (configs/training_config.py); the initial lambda is CRAX's
@@ -111,7 +114,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         scalars={"pid_kp": 10.0, "pid_ki": 0.01, "pid_kd": 0.01, "pid_integral_clip": 1.0,
                  "pid_lambda_max": 1e6, "pid_deriv_beta": 0.95, "pid_lambda_init": 0.0}),
     "ppo_saute": Algorithm(
-        label="PPO-Saute", uses_cost_critic=False, hooks="algos.ppo_saute:HOOKS",  # plain PPO, as CRAX
+        label="PPO-Saute", uses_cost_critic=False, hooks=lambda: algos.ppo_saute.HOOKS,  # plain PPO, as CRAX
         multiplier="budget left at episode end, b / d",
         state_columns=("saute_violations",),
         # saute_gamma_budget 0: the discount (CRAX's None); saute_carry_budget 1: CRAX's carry-over
@@ -119,11 +122,11 @@ ALGORITHMS: dict[str, Algorithm] = {
         scalars={"saute_gamma_budget": 0.0, "saute_penalty": -1.0, "saute_normalize_obs": 1.0,
                  "saute_carry_budget": 0.0}),
     "crpo": Algorithm(
-        label="CRPO", uses_cost_critic=True, hooks="algos.crpo:HOOKS",
+        label="CRPO", uses_cost_critic=True, hooks=lambda: algos.crpo.HOOKS,
         multiplier="cost step (1: on the cost)",  # the update minimised the cost, not the reward
         scalars={"crpo_eta": 0.0}),
     "cpo": Algorithm(
-        label="CPO", uses_cost_critic=True, hooks="algos.cpo:HOOKS",
+        label="CPO", uses_cost_critic=True, hooks=lambda: algos.cpo.HOOKS,
         multiplier="\u03bd* (cost dual of the step)",
         state_columns=("cpo_lambda", "cpo_case", "cpo_accept_step"),
         # OmniSafe's CPO defaults (configs/on-policy/CPO.yaml; 20 line-search steps as cpo.py passes)
@@ -131,17 +134,17 @@ ALGORITHMS: dict[str, Algorithm] = {
                  "cpo_ls_decay": 0.8}),
     # ---- beyond the paper: constraints on the paper's own metrics, and a shield -------
     "ppo_chance": Algorithm(
-        label="PPO-Chance", uses_cost_critic=True, hooks="algos.ppo_chance:HOOKS",
+        label="PPO-Chance", uses_cost_critic=True, hooks=lambda: algos.ppo_chance.HOOKS,
         multiplier="\u03bb on P(C > d) (chance constraint)",
         state_columns=("chance_rate", "chance_episodes"),
         scalars={"chance_alpha": 0.1, "chance_lr": 2.0, "chance_init": 0.0}),
     "ppo_cvar": Algorithm(
-        label="PPO-CVaR", uses_cost_critic=True, hooks="algos.ppo_cvar:HOOKS",
+        label="PPO-CVaR", uses_cost_critic=True, hooks=lambda: algos.ppo_cvar.HOOKS,
         multiplier="\u03bb on CVaR(C) (tail constraint)",
         state_columns=("cvar_estimate",),
         scalars={"cvar_level": 0.9, "cvar_lr": 0.1, "cvar_init": 0.0}),
     "ppo_shield": Algorithm(
-        label="PPO-Shield", uses_cost_critic=True, hooks="algos.ppo_shield:HOOKS",
+        label="PPO-Shield", uses_cost_critic=True, hooks=lambda: algos.ppo_shield.HOOKS,
         multiplier="\u03bb (Lagrange multiplier, shielded)",
         state_columns=("shield_corrected", "shield_model_loss"),
         scalars={"shield_lagrangian_lr": 3.0, "shield_lagrangian_init": 0.0, "shield_lr": 1e-3,
@@ -193,8 +196,3 @@ def algorithm_scalars() -> dict[str, float]:
             raise ValueError(f"algos.registry: {name!r} names neither a loss (simple form) nor hooks "
                              f"(general form)")
     return out
-
-
-def _load(ref: str) -> Callable:
-    module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)

@@ -5,7 +5,8 @@
 
 `TASK_TABLE` is the one list of tasks: a new task is its module plus an entry there (the
 trainer, the sweep configuration's allowed `tasks` and the CRAX adapter read it). Importing
-this package imports no JAX; `make` does. envs imports no other package of this project; the
+this package imports no JAX; `make` does: an entry names its class as `lambda:
+envs.goal.GoalTask`, and a module of the package is loaded on its first use (`__getattr__`). envs imports no other package of this project; the
 tools around the tasks (rendering, the CRAX fidelity suite) are in `tools/`. See docs/envs.md
 for the tasks, their options and every simplification against CRAX.
 """
@@ -13,27 +14,32 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from pathlib import Path
+from typing import Callable
+
+import envs  # this package itself, for the table's `lambda: envs.goal.GoalTask`
 
 
 @dataclasses.dataclass(frozen=True)
 class Task:
     """One task: where its built-in implementation lives and what CRAX calls it.
 
-    builtin: "module:Class", a frozen dataclass with `observation_size` and the pure functions
-             init / transition / observe (envs/base.py); its fields are the task's options
+    builtin: a function of no arguments that returns the class: a frozen dataclass with
+             `observation_size` and the pure functions init / transition / observe
+             (envs/base.py); its fields are the task's options
     crax_name: CRAX's environment of the same task (backend="crax"); None if there is none.
              The built-in observation mirrors CRAX's layout, so the sizes agree.
     """
 
-    builtin: str
+    builtin: Callable[[], type]
     crax_name: str | None = None
 
 
 TASK_TABLE: dict[str, Task] = {
-    "goal": Task("envs.goal:GoalTask", "safe_goal_point"),
-    "circle": Task("envs.circle:CircleTask", "safe_circle_point"),
-    "push": Task("envs.push:PushTask", "safe_push_point"),
-    "button": Task("envs.button:ButtonTask", "safe_button_point"),
+    "goal": Task(lambda: envs.goal.GoalTask, "safe_goal_point"),
+    "circle": Task(lambda: envs.circle.CircleTask, "safe_circle_point"),
+    "push": Task(lambda: envs.push.PushTask, "safe_push_point"),
+    "button": Task(lambda: envs.button.ButtonTask, "safe_button_point"),
 }
 TASKS = tuple(TASK_TABLE)
 BACKENDS = ("builtin", "crax")
@@ -41,15 +47,9 @@ LEVELS = (1,)
 DEFAULT_EPISODE_LENGTH = 2000
 
 
-def load(ref: str):
-    """The object a "module:name" reference of the table names."""
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def task_class(task: str):
     """The built-in implementation of a task (a frozen dataclass)."""
-    return load(TASK_TABLE[task].builtin)
+    return TASK_TABLE[task].builtin()
 
 
 def check_task_options(task: str, names) -> None:
@@ -92,11 +92,13 @@ def make(task: str, backend: str = "builtin", level: int = 1, episode_length: in
 
 
 def __getattr__(name: str):
-    # Env and EnvState are imported on first use, so `import envs` stays free of JAX
+    # Env, EnvState and the modules are imported on first use, so `import envs` stays free of JAX
     if name in ("Env", "EnvState"):
         from envs import base
 
         return getattr(base, name)
+    if (Path(__file__).parent / f"{name}.py").is_file():
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'envs' has no attribute {name!r}")
 
 

@@ -45,7 +45,7 @@ def trace(s, transform_state, h):
 HOOKS = Hooks(init=init, trace=trace, update=update, loss=ppo_lag_loss)
 '''
 TOY_ENTRY = '''    "momentum": Algorithm(
-        label="Momentum-Lag", uses_cost_critic=True, hooks="algos.momentum:HOOKS",
+        label="Momentum-Lag", uses_cost_critic=True, hooks=lambda: algos.momentum.HOOKS,
         multiplier="lambda (momentum)", state_columns=("momentum_velocity",),
         scalars={"momentum_lr": 3.0, "momentum_beta": 0.9}),
 '''

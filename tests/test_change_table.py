@@ -94,7 +94,7 @@ def test_the_table_names_a_count_for_each_change_tested_here():
 def test_a_new_task_is_its_module_and_one_table_entry(repo_copy, tmp_path):
     (repo_copy / "envs" / "line.py").write_text(TOY_TASK_MODULE)
     insert_after(repo_copy / "envs" / "__init__.py", "TASK_TABLE: dict[str, Task] = {\n",
-                 '    "line": Task("envs.line:LineTask"),\n')
+                 '    "line": Task(lambda: envs.line.LineTask),\n')
 
     # the sweep configuration accepts it, and the trainer trains and evaluates it
     run(repo_copy, "-c", "from workflow.config_validation import schema; "
@@ -110,7 +110,7 @@ def test_a_new_algorithm_is_its_module_and_one_registry_entry(repo_copy):
     (repo_copy / "algos" / "fixed_penalty.py").write_text(TOY_ALGO_MODULE)
     insert_after(repo_copy / "algos" / "registry.py", "ALGORITHMS: dict[str, Algorithm] = {\n",
                  '    "fixed_penalty": Algorithm(label="Fixed penalty", uses_cost_critic=True,\n'
-                 '        loss="algos.fixed_penalty:loss", scalars={"fixed_weight": 0.5}),\n')
+                 '        loss=lambda: algos.fixed_penalty.loss, scalars={"fixed_weight": 0.5}),\n')
 
     proc = run(repo_copy, "-m", "runs.train", "--help")
     assert "fixed_penalty" in proc.stdout

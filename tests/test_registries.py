@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 import envs
+import algos
 from algos import registry
 from algos.config import ALGOS, HYPER_FIELDS, PRESETS, TrainConfig, make_config
 from metrics.thresholds import PAPER_THRESHOLDS
@@ -52,11 +53,11 @@ def test_cost_critic_follows_the_table():
 
 def test_scalar_names_must_be_unique_and_the_multiplier_one_of_them(monkeypatch):
     table = dict(registry.ALGORITHMS)
-    table["twin"] = registry.Algorithm("Twin", True, "algos.hooks:ppo_lag_loss", scalars={"kappa_max": 1.0})
+    table["twin"] = registry.Algorithm("Twin", True, lambda: algos.hooks.ppo_lag_loss, scalars={"kappa_max": 1.0})
     monkeypatch.setattr(registry, "ALGORITHMS", table)
     with pytest.raises(ValueError, match="scalar 'kappa_max' of 'twin' is already another algorithm's"):
         registry.algorithm_scalars()
-    table["twin"] = registry.Algorithm("Twin", True, "algos.hooks:ppo_lag_loss", multiplier_init="w", scalars={})
+    table["twin"] = registry.Algorithm("Twin", True, lambda: algos.hooks.ppo_lag_loss, multiplier_init="w", scalars={})
     with pytest.raises(ValueError, match="'twin' multiplier_init 'w' is not one of its scalars"):
         registry.algorithm_scalars()
 
@@ -83,6 +84,15 @@ def test_tasks_come_from_the_table():
         assert task.crax_name == f"safe_{name}_point"
     with pytest.raises(ValueError, match="unknown task 'maze'; known tasks: goal, circle, push, button"):
         envs.make("maze")
+
+
+def test_the_tables_name_their_code_by_lazy_module_attributes():
+    # `lambda: algos.ppo_pid.HOOKS`: the module loads on first use; other names stay errors
+    assert registry.get("ppo_pid").hooks_obj is algos.ppo_pid.HOOKS
+    assert envs.task_class("push") is envs.push.PushTask
+    for package in (algos, envs):
+        with pytest.raises(AttributeError, match="has no attribute 'nowhere'"):
+            package.nowhere
 
 
 def test_the_tables_and_the_configuration_import_no_jax():

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 # A penalty method whose weight grows only while the cost is above the bound and never shrinks.
 TOY_ENTRY = '''    "ratchet": Algorithm(
         label="Ratchet", uses_cost_critic=True,
-        loss="algos.hooks:ratchet_loss", update="algos.hooks:ratchet_update",
+        loss=lambda: algos.hooks.ratchet_loss, update=lambda: algos.hooks.ratchet_update,
         multiplier_init="ratchet_init", scalars={"ratchet_init": 0.25, "ratchet_rate": 2.0}),
 '''
 TOY_HOOKS = '''
