@@ -16,6 +16,7 @@ import time
 from typing import Callable, NamedTuple
 
 from algos.trace_schema import DEVICE_FIELDS, HOST_FIELDS, empty_field
+from runs.runfolder import duration_text
 
 class Member(NamedTuple):
     config: object  # TrainConfig
@@ -99,18 +100,16 @@ def check_same_program(members) -> None:
                          f"these differ: {sorted(m.out for m in members)}")
 
 
-def _start(members, compiled, slots, say) -> tuple[object, list[Progress]]:
+def _start(members, compiled, configs, h, say) -> tuple[object, list[Progress]]:
     """The batched initial state, each member's newest usable checkpoint swapped in."""
     import jax
     import jax.numpy as jnp
 
     from runs import checkpoint
-    from algos.config import stacked_hyper
     from algos.registry import get as get_algorithm
     from runs.run_layout import CHECKPOINT_DIR
 
-    configs = padded_configs(members, slots)
-    fresh = compiled.init(jnp.asarray([c.seed for c in configs], jnp.int32), stacked_hyper(configs))
+    fresh = compiled.init(jnp.asarray([c.seed for c in configs], jnp.int32), h)
     states, progress = [], []
     for i, m in enumerate(members):
         ckpt = os.path.join(m.out, CHECKPOINT_DIR)
@@ -176,12 +175,10 @@ def _updates_per_call(mode: str, chunk_updates: int, seconds_per_update: float |
     return max(1, min(chunk_updates, int(PROGRESS_EVERY_S / max(seconds_per_update, 1e-9))))
 
 
-def _duration(seconds: float) -> str:
-    return time.strftime("%H:%M:%S", time.gmtime(seconds)) if math.isfinite(seconds) else "?"
-
-
-def train_chunks(members, compiled, state, progress, *, say, stop, stop_after_chunks=None, stop_at=None):
+def train_chunks(members, compiled, configs, h, state, progress, *, say, stop, stop_after_chunks=None,
+                 stop_at=None):
     """Run chunks until every live member has spent its budget, or a stop is asked for.
+    `configs`, `h`: the program's slots' configs (padded_configs) and their stacked runtime values.
 
     Returns (state, why): why is None when done, else the reason for stopping after every
     live member's checkpoint was written (`stop()`'s, `stop_after_chunks`, the `stop_at` deadline).
@@ -191,12 +188,7 @@ def train_chunks(members, compiled, state, progress, *, say, stop, stop_after_ch
     import jax.numpy as jnp
     import numpy as np
 
-    from algos.config import stacked_hyper
-
-    slots = len(jax.tree_util.tree_leaves(state)[0])
-    configs = padded_configs(members, slots)
-    h = stacked_hyper(configs)
-    budgets = np.asarray([m.config.num_updates for m in members] + [0] * (slots - len(members)))
+    budgets = np.asarray([m.config.num_updates for m in members] + [0] * (len(configs) - len(members)))
     cfg = configs[0]
     S, C = cfg.unrolls_per_update * cfg.unroll_length, cfg.iterate_capacity
     last_save, calls_here, longest_call = time.monotonic(), 0, 0.0
@@ -249,7 +241,7 @@ def train_chunks(members, compiled, state, progress, *, say, stop, stop_after_ch
         total = int(sum(budgets[i] for i in live())) * cfg.steps_per_update
         eta = left / rate if rate > 0 else float("nan")
         say(f"[{name}] {len(live())} runs | update {int(min(updates[live()], default=0))}/{int(budgets.max())} | "
-            f"{(total - left) / 1e6:,.2f}M/{total / 1e6:,.2f}M steps | {rate:,.0f} steps/s | ETA {_duration(eta)}")
+            f"{(total - left) / 1e6:,.2f}M/{total / 1e6:,.2f}M steps | {rate:,.0f} steps/s | ETA {duration_text(eta)}")
         for i in live():
             write_progress(members[i].out, int(updates[i]), int(budgets[i]), rate / max(len(live()), 1), eta)
         why = stop()
@@ -280,18 +272,12 @@ def write_progress(out: str, update: int, updates: int, steps_per_s: float, eta_
          "steps_per_s": finite(steps_per_s), "eta_s": finite(eta_s), "time": time.time()}))
 
 
-def evaluate_final(members, compiled, state, progress):
+def evaluate_final(members, compiled, configs, h, state, progress):
     """Each live member's final policy on fresh layouts, with exploration noise and greedily."""
     import jax.numpy as jnp
     import numpy as np
 
-    from algos.config import stacked_hyper
-
-    import jax
-
-    configs = padded_configs(members, len(jax.tree_util.tree_leaves(state)[0]))
     seeds = jnp.asarray([c.seed for c in configs], jnp.int32)
-    h = stacked_hyper(configs)
     results = {}
     for phase, scale in (("final_explore", 1.0), ("final_greedy", 0.0)):
         pending, _ = compiled.evaluate(state.params, state.normalizer, seeds, jnp.float32(scale), h)
@@ -327,6 +313,7 @@ def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_a
     stop now (checkpoint and return), or None; it is asked after compiling and after each chunk.
     `planned`: the size of the pack these members belong to (a batched program holds it whole,
     so that a member's results do not depend on how many of its pack-mates still train)."""
+    from algos.config import stacked_hyper
     from algos.programs import compile_programs, pack_slots, resolve_mode
 
     check_same_program(members)
@@ -337,14 +324,16 @@ def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_a
     why = stop()
     if why is not None:
         return Outcome(f"{why} while compiling", {}, [], {})
-    state, progress = _start(members, compiled, slots, say)
-    state, why = train_chunks(members, compiled, state, progress, say=say, stop=stop,
+    configs = padded_configs(members, slots)  # the program's slots, computed once
+    h = stacked_hyper(configs)
+    state, progress = _start(members, compiled, configs, h, say)
+    state, why = train_chunks(members, compiled, configs, h, state, progress, say=say, stop=stop,
                               stop_after_chunks=stop_after_chunks, stop_at=stop_at)
     failed = {m.out: p.failed for m, p in zip(members, progress) if p.failed}
     if why is not None or len(failed) == len(members):
         return Outcome(why, failed, [], {})
     eval_start = time.perf_counter()
-    finals = evaluate_final(members, compiled, state, progress)
+    finals = evaluate_final(members, compiled, configs, h, state, progress)
     timing = {"eval_wall_s": time.perf_counter() - eval_start, "compile_s": compiled.compile_s,
               "process_wall_s": time.perf_counter() - wall_start, "pack_mode": mode, "program_slots": slots}
     finished = [Finished(m, p, final) for m, p, final in zip(members, progress, finals) if p.failed is None]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from pathlib import Path
 
@@ -171,6 +172,15 @@ def incomplete_reason(folder: str | os.PathLike, verify: bool = False) -> str | 
         if problem is not None:
             return problem
     return None
+
+
+def duration_text(seconds) -> str:
+    """HH:MM:SS (hours past 24 kept) of a time left, '?' unless a finite number (progress.json's
+    eta_s is null before a rate is known): the trainer's progress line and workflow.status."""
+    if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        return "?"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:{secs:02d}"
 
 
 # ---- writers ---------------------------------------------------------------------------------

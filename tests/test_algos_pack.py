@@ -211,3 +211,7 @@ def test_status_shows_a_running_runs_fraction_and_time_left(tmp_path):
     assert progress_detail(tmp_path) == ""  # before the first chunk ends
     write_progress(str(tmp_path), 40, 160, 5000.0, 75.0)
     assert progress_detail(tmp_path) == "25% (update 40/160), 00:01:15 left"
+    write_progress(str(tmp_path), 40, 160, 5000.0, 25 * 3600 + 61.4)
+    assert progress_detail(tmp_path) == "25% (update 40/160), 25:01:01 left"  # past a day, not wrapped
+    write_progress(str(tmp_path), 0, 160, float("nan"), float("nan"))  # no rate yet: eta_s null
+    assert progress_detail(tmp_path) == "0% (update 0/160), ? left"

@@ -26,7 +26,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
@@ -108,10 +107,8 @@ def progress_detail(run_dir: Path) -> str:
     progress = runfolder.read_json(run_dir / run_layout.PROGRESS)
     if not progress or not isinstance(progress.get("fraction"), (int, float)):
         return ""
-    eta = progress.get("eta_s")
-    left = time.strftime("%H:%M:%S", time.gmtime(eta)) if isinstance(eta, (int, float)) else "?"
     return (f"{100 * progress['fraction']:.0f}% (update {progress.get('update')}/{progress.get('updates')}), "
-            f"{left} left")
+            f"{runfolder.duration_text(progress.get('eta_s'))} left")
 
 
 def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, cfg: dict | None = None,
