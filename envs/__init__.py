@@ -5,10 +5,11 @@
 
 `TASK_TABLE` is the one list of tasks: a new task is its module plus an entry there (the
 trainer, the sweep configuration's allowed `tasks` and the CRAX adapter read it). Importing
-this package imports no JAX; `make` does: an entry names its class as `lambda:
-envs.goal.GoalTask`, and a module of the package is loaded on its first use (`__getattr__`). envs imports no other package of this project; the
-tools around the tasks (rendering, the CRAX fidelity suite) are in `tools/`. See docs/envs.md
-for the tasks, their options and every simplification against CRAX.
+this package imports no JAX; `make` does: an entry names its class as
+`lambda: envs.goal.GoalTask`, and a module of the package loads on its first use
+(`__getattr__`). envs imports no other package of this project; the tools around the tasks
+(rendering, the CRAX fidelity suite) are in `tools/`. See docs/envs.md for the tasks, their
+options and every simplification against CRAX.
 """
 from __future__ import annotations
 
