@@ -196,20 +196,26 @@ class FaultSweep:
     `snakemake.out`), with what the test needs to watch it: when a run trains, and the bytes of
     each run.json when it is first seen (a finished run redone would rewrite it)."""
 
-    def __init__(self, workdir: Path, env_extra: dict | None = None):
+    def __init__(self, workdir: Path):
         self.workdir = workdir
         (workdir / "fault.yaml").write_text(FAULT_CONFIG)
         self.out = workdir / "snakemake.out"
         self.first_seen: dict[str, bytes] = {}
         self.proc = None
-        self.env = {**{k: v for k, v in os.environ.items() if k != "SAFERL_FAIL_RUNS"}, **(env_extra or {})}
 
-    def start(self):
+    def start(self, env_extra: dict | None = None):
+        env = {**{k: v for k, v in os.environ.items() if k != "SAFERL_FAIL_RUNS"}, **(env_extra or {})}
         with open(self.out, "w") as out:
             self.proc = subprocess.Popen(["timeout", "-s", "INT", str(SWEEP_TIMEOUT_S), *SNAKEMAKE, "metrics",
                                           "--configfile", "fault.yaml"], cwd=self.workdir, stdout=out,
-                                         stderr=subprocess.STDOUT, env=self.env)
+                                         stderr=subprocess.STDOUT, env=env)
         return self
+
+    def stop(self):
+        """SIGINT: Snakemake cancels its SLURM jobs (a test that failed leaves nothing running)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            self.proc.wait(60)
 
     def run_dir(self, run: str) -> Path:
         return self.workdir / "results/runs" / run
@@ -241,14 +247,9 @@ class FaultSweep:
         return None if marker.get("ended") else marker.get("slurm_job_id")
 
     def finish(self) -> str:
-        try:
-            while self.proc.poll() is None:
-                self.watch()
-                time.sleep(0.5)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGINT)
-                self.proc.wait(60)
+        while self.proc.poll() is None:
+            self.watch()
+            time.sleep(0.5)
         self.watch()
         log = self.log()
         assert self.proc.returncode == 0, log[-3000:]
@@ -277,6 +278,13 @@ class FaultSweep:
         for name in tables:
             assert (self.workdir / "results/metrics" / name).read_bytes() == \
                 (reference / "results/metrics" / name).read_bytes(), name
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    fault_sweep = FaultSweep(tmp_path)
+    yield fault_sweep
+    fault_sweep.stop()
 
 
 def write_shim(bin_dir: Path, name: str, body: str) -> None:
@@ -309,7 +317,7 @@ def submitted_jobs(log: str) -> int:
 SBATCH_STRETCH_S = 60
 
 
-def test_sbatch_failing_intermittently_and_for_a_stretch_is_waited_out(tmp_path, reference):
+def test_sbatch_failing_intermittently_and_for_a_stretch_is_waited_out(tmp_path, reference, sweep):
     # Every call fails for the first minute (a scheduler down); after that 3 calls in 10 fail
     # (a busy one). The retries of workflow/slurm_bin/sbatch, first on Snakemake's PATH, wait
     # both out: Snakemake never sees a failed submission, so no job spends a retry.
@@ -327,8 +335,7 @@ with open(LOG, "a+") as f:
 if fail:
     sys.exit("sbatch: error: Batch job submission failed: Socket timed out on send/recv operation")
 """)
-    sweep = FaultSweep(tmp_path, {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}).start()
-    log = sweep.finish()
+    log = sweep.start({"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}).finish()
     calls = shim_calls(bin_dir, "sbatch")
     start = float(calls[0][1])
     in_stretch = [c for c in calls if float(c[1]) < start + SBATCH_STRETCH_S]
@@ -346,7 +353,7 @@ if fail:
 STATUS_OUTAGE_S = 60
 
 
-def test_sacct_and_squeue_down_for_a_minute_change_nothing(tmp_path, reference):
+def test_sacct_and_squeue_down_for_a_minute_change_nothing(tmp_path, reference, sweep):
     # While a run trains, squeue and sacct fail for a minute (slurmctld / slurmdbd unreachable).
     # The profile's status attempts, 5 s apart, outlast it; without them plugin 2.8.0 drops
     # the jobs after 5 failed attempts and Snakemake waits for them forever.
@@ -360,7 +367,7 @@ with open(LOG, "a") as f:
 if down:
     sys.exit("slurm_load_jobs error: Unable to contact slurm controller (connect failure)")
 """)
-    sweep = FaultSweep(tmp_path, {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}).start()
+    sweep.start({"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
     sweep.wait_for("a run training", lambda: sweep.training_job("circle/d25/ppo/seed0"))
     down_from = time.time()
     down_until.write_text(str(down_from + STATUS_OUTAGE_S))
@@ -373,22 +380,20 @@ if down:
     sweep.assert_end_state(reference)
 
 
-# A process that joins a job's batch step cgroup, immune to the OOM killer, and takes memory
-# until the kernel kills something there for it (the trainer, the largest), then exits.
+# Memory for a job's trainer's cgroup until the kernel OOM-kills the trainer there (made its
+# first choice), then exit: the job has gone over its --mem as a trainer that grew would.
 OOM_HOG = """
 import os, sys, time
-cgroup, size = sys.argv[1], int(sys.argv[2])
-open("/proc/self/oom_score_adj", "w").write("-1000")
+cgroup, size, trainer = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
     f.write(str(os.getpid()))
-def kills():
-    return int(dict(line.split() for line in open(os.path.join(cgroup, "memory.oom_control"))).get("oom_kill", 0))
 held, deadline = [], time.time() + 60
-while kills() == 0 and time.time() < deadline:
+while os.path.exists(f"/proc/{trainer}") and time.time() < deadline:
     if sum(map(len, held)) < size:
         held.append(bytearray(32 << 20))
     else:
         time.sleep(0.05)
+sys.exit(os.path.exists(f"/proc/{trainer}"))
 """
 
 
@@ -399,21 +404,28 @@ def memory_enforced() -> bool:
 
 def push_over_memory_limit(job_id: str) -> None:
     """Make SLURM job `job_id` exceed its memory so that the kernel OOM-kills its trainer."""
-    (job_cgroup,) = Path("/sys/fs/cgroup/memory").glob(f"slurm*/uid_*/job_{job_id}")
-    limit = int((job_cgroup / "memory.limit_in_bytes").read_text())
-    usage = int((job_cgroup / "memory.usage_in_bytes").read_text())
-    hog = subprocess.run([sys.executable, "-c", OOM_HOG, str(job_cgroup / "step_batch"), str(limit - usage + (256 << 20))],
+    pids = subprocess.run(["scontrol", "listpids", job_id], capture_output=True, text=True, check=True).stdout
+    (trainer,) = [pid for pid in (line.split()[0] for line in pids.splitlines()[1:])
+                  if b"\0-m\0runs.train\0" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    (memcg,) = [line.split(":", 2)[2] for line in Path(f"/proc/{trainer}/cgroup").read_text().splitlines()
+                if line.split(":")[1] == "memory"]
+    cgroup = Path("/sys/fs/cgroup/memory" + memcg)  # .../job_<id>/step_<n>/task_0
+    Path(f"/proc/{trainer}/oom_score_adj").write_text("1000")  # the kernel's first choice there
+    job = cgroup.parent.parent
+    room = int((job / "memory.limit_in_bytes").read_text()) - int((job / "memory.usage_in_bytes").read_text())
+    hog = subprocess.run([sys.executable, "-c", OOM_HOG, str(cgroup), str(room + (256 << 20)), trainer],
                          capture_output=True, text=True, timeout=120)
-    assert hog.returncode == 0, hog.stderr
+    # it exits once the trainer is gone, or SLURM, ending the step, kills it first
+    assert hog.returncode in (0, -signal.SIGKILL), hog.stderr
 
 
-def test_training_jobs_killed_with_their_node_or_for_memory_resume_from_their_checkpoints(tmp_path, reference):
+def test_training_jobs_killed_with_their_node_or_for_memory_resume_from_their_checkpoints(reference, sweep):
     # seed0's job: every process SIGKILLed at once (a node lost: no signal to checkpoint on);
     # seed1's job: its trainer OOM-killed by the kernel (the cluster's memory cgroup).
     if not memory_enforced():
         pytest.skip("this cluster does not enforce job memory (no cgroup v1 memory controller; "
                     f"{STATE_DIR / 'mode'}), so no job can end OUT_OF_MEMORY")
-    sweep = FaultSweep(tmp_path).start()
+    sweep.start()
     killed = sweep.wait_for("seed0 training", lambda: sweep.training_job("circle/d25/ppo/seed0"))
     pids = subprocess.run(["scontrol", "listpids", killed], capture_output=True, text=True, check=True).stdout
     for pid in [int(line.split()[0]) for line in pids.splitlines()[1:]]:
@@ -436,8 +448,8 @@ def squeue_state(job_id: str) -> str:
     return subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True).stdout.strip()
 
 
-def test_a_preempted_and_requeued_job_resumes_from_its_checkpoint(tmp_path, reference):
-    sweep = FaultSweep(tmp_path).start()
+def test_a_preempted_and_requeued_job_resumes_from_its_checkpoint(reference, sweep):
+    sweep.start()
     job = sweep.wait_for("seed0 training", lambda: sweep.training_job("circle/d25/ppo/seed0"))
     subprocess.run(["scontrol", "requeue", job], check=True)
     # SLURM holds a requeued job for about 2 minutes (BeginTime): let it go now
@@ -452,10 +464,7 @@ def test_a_preempted_and_requeued_job_resumes_from_its_checkpoint(tmp_path, refe
     sweep.assert_end_state(reference, resumed={"circle/d25/ppo/seed0"})
 
 
-def test_a_controller_killed_at_its_time_limit_is_relaunched_by_the_same_command(tmp_path, reference):
-    import submitit
-
-    sweep = FaultSweep(tmp_path)
+def test_a_controller_killed_at_its_time_limit_is_relaunched_by_the_same_command(tmp_path, reference, sweep):
     launch = [sys.executable, "-m", "workflow.launch", "--profile", str(REPO / "cluster_profiles" / "slurm-local"),
               "--partition", "debug", "--cpus", "1", "--mem-gb", "3", "--hours", "0.1",
               "--", "metrics", "--configfile", "fault.yaml"]
@@ -468,6 +477,18 @@ def test_a_controller_killed_at_its_time_limit_is_relaunched_by_the_same_command
     def ended(job_id: str) -> str | None:
         state = sacct_states(job_id).get(job_id, ("PENDING",))[0]
         return None if state in ("PENDING", "RUNNING", "REQUEUED") or squeue_state(job_id) else state
+
+    try:
+        controller_killed_then_relaunched(tmp_path, reference, sweep, submit, ended)
+    finally:  # nothing of this test left running: its controllers and their jobs (by work folder)
+        jobs = subprocess.run(["squeue", "-h", "-o", "%i %Z"], capture_output=True, text=True).stdout.splitlines()
+        mine = [line.split()[0] for line in jobs if line.split()[1:] == [str(tmp_path)]]
+        if mine:
+            subprocess.run(["scancel", *mine])
+
+
+def controller_killed_then_relaunched(tmp_path, reference, sweep, submit, ended):
+    import submitit
 
     first = submit()
     sweep.wait_for("a run training", lambda: sweep.training_job("circle/d25/ppo/seed0"))
