@@ -179,7 +179,7 @@ def test_launcher_submits_the_controller_as_a_slurm_job(tmp_path):
 # of an undisturbed sweep of the same config (the `reference` fixture, local profile).
 
 FAULT_CONFIG = ("preset: tiny\ntasks: [circle]\nbounds: [25]\nalgos: [ppo]\nseeds: [0, 1]\n"
-                "train: {total_steps: 600000, pack_size: 1, set: {checkpoint_every_s: 0}}\n")
+                "train: {total_steps: 300000, pack_size: 1, set: {checkpoint_every_s: 0}}\n")
 FAULT_RUNS = {"circle/d25/ppo/seed0": "circle_ppo_p0", "circle/d25/ppo/seed1": "circle_ppo_p1"}  # run: pack
 STATE_DIR = Path("/run/saferl-slurm")
 
@@ -360,7 +360,7 @@ STATUS_OUTAGE_S = 60
 
 def test_sacct_and_squeue_down_for_a_minute_change_nothing(tmp_path, reference, sweep):
     # While a run trains, squeue and sacct fail for a minute (slurmctld / slurmdbd unreachable).
-    # The profile's status attempts, 5 s apart, outlast it; without them plugin 2.8.0 drops
+    # The profile's status attempts, 2 s apart, outlast it; without them plugin 2.8.0 drops
     # the jobs after 5 failed attempts and Snakemake waits for them forever.
     bin_dir = tmp_path / "shims"
     down_until = tmp_path / "down_until"

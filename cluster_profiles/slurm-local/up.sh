@@ -104,8 +104,15 @@ chown slurm:slurm /var/log/slurm /var/lib/slurm/slurmctld
 real_mem=$(/usr/sbin/slurmd -C | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
 node_mem=$((real_mem * 85 / 100))
 
-# Memory enforcement needs the cgroup v1 memory controller (22.05's cgroup/v2 needs systemd).
-if [ -w /sys/fs/cgroup/memory/cgroup.procs ]; then memory=cgroup; task_plugin=task/cgroup; else memory=none; task_plugin=task/none; fi
+# Memory enforcement needs the cgroup v1 memory controller (22.05's cgroup/v2 needs systemd),
+# in which slurmd can make a cgroup with a limit: tried here first.
+memcg_works() {
+  local probe=/sys/fs/cgroup/memory/saferl-slurm-probe
+  mkdir "$probe" 2>/dev/null || return 1
+  echo $((64 << 20)) > "$probe/memory.limit_in_bytes" 2>/dev/null; local ok=$?
+  rmdir "$probe"; return $ok
+}
+if memcg_works; then memory=cgroup; task_plugin=task/cgroup; else memory=none; task_plugin=task/none; fi
 printf '%s\nConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n' "$marker" > /etc/slurm/cgroup.conf
 
 if [ $accounting = 1 ]; then
