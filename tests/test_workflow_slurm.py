@@ -179,7 +179,7 @@ def test_launcher_submits_the_controller_as_a_slurm_job(tmp_path):
 # of an undisturbed sweep of the same config (the `reference` fixture, local profile).
 
 FAULT_CONFIG = ("preset: tiny\ntasks: [circle]\nbounds: [25]\nalgos: [ppo]\nseeds: [0, 1]\n"
-                "train: {total_steps: 300000, pack_size: 1, set: {checkpoint_every_s: 0}}\n")
+                "train: {total_steps: 600000, pack_size: 1, set: {checkpoint_every_s: 0}}\n")
 FAULT_RUNS = {"circle/d25/ppo/seed0": "circle_ppo_p0", "circle/d25/ppo/seed1": "circle_ppo_p1"}  # run: pack
 STATE_DIR = Path("/run/saferl-slurm")
 
@@ -490,11 +490,15 @@ def test_a_controller_killed_at_its_time_limit_is_relaunched_by_the_same_command
 
     try:
         controller_killed_then_relaunched(tmp_path, reference, sweep, submit, ended)
-    finally:  # nothing of this test left running: its controllers and their jobs (by work folder)
-        jobs = subprocess.run(["squeue", "-h", "-o", "%i %Z"], capture_output=True, text=True).stdout.splitlines()
-        mine = [line.split()[0] for line in jobs if line.split()[1:] == [str(tmp_path)]]
-        if mine:
-            subprocess.run(["scancel", *mine])
+    finally:  # nothing of this test left running: its controllers and their jobs
+        if jobs_in(tmp_path):
+            subprocess.run(["scancel", *jobs_in(tmp_path)])
+
+
+def jobs_in(workdir: Path) -> list[str]:
+    """Ids of the SLURM jobs in the queue that run in `workdir`."""
+    jobs = subprocess.run(["squeue", "-h", "-o", "%i %Z"], capture_output=True, text=True).stdout.splitlines()
+    return [line.split()[0] for line in jobs if line.split()[1:] == [str(workdir)]]
 
 
 def controller_killed_then_relaunched(tmp_path, reference, sweep, submit, ended):
@@ -509,8 +513,9 @@ def controller_killed_then_relaunched(tmp_path, reference, sweep, submit, ended)
     first_log = (tmp_path / ".snakemake" / "launcher" / f"{first}_0_log.err").read_text()
     assert state == "TIMEOUT" or (state == "FAILED" and "Job not requeued because: timed-out" in first_log), state
     assert list((tmp_path / ".snakemake" / "locks").iterdir())  # what the killed controller left
-    done_before = {run: (sweep.run_dir(run) / "run.json").stat().st_mtime_ns
-                   for run in FAULT_RUNS if (sweep.run_dir(run) / "run.json").exists()}
+    # its training jobs go on and finish their runs (Snakemake in each touches the outputs last)
+    sweep.wait_for("its jobs' end", lambda: not jobs_in(tmp_path), timeout_s=300)
+    done_before = {run: (sweep.run_dir(run) / "run.json").stat().st_mtime_ns for run in FAULT_RUNS}
 
     second = submit()
     assert sweep.wait_for("the relaunched controller's end", lambda: ended(second), timeout_s=SWEEP_TIMEOUT_S) == "COMPLETED"
