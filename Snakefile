@@ -16,6 +16,13 @@ sys.path.insert(0, workflow.basedir)
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
+# sbatch that retries a busy scheduler's transient errors (workflow/slurm_bin/sbatch), first
+# on the PATH where the SLURM executor plugin runs sbatch; only sbatch is wrapped there.
+_SLURM_BIN = os.path.join(workflow.basedir, "workflow", "slurm_bin")
+if _SLURM_BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _SLURM_BIN + os.pathsep + os.environ.get("PATH", "")
+
+
 # common.smk first (it defines the grid and the paths), then every other rule file, so a
 # new workflow/rules/*.smk plugs in by existing.
 include: "workflow/rules/common.smk"

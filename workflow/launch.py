@@ -9,6 +9,10 @@ The controller runs `python -m snakemake --workflow-profile PROFILE` in this dir
 profile's executor (SLURM for cluster_profiles/slurm) submits one job per run. Its output is
 in .snakemake/launcher/<job id>_0_log.out. Progress per run: `python -m workflow.status`.
 Launching again after a failure or a time limit submits only the failed and missing runs.
+The controller marks the launcher folder as its own (job.json, runs.runlock): a second one
+waits for it, then refuses. One that finds the marker of a controller that ended without
+finishing (killed at its time limit, lost with its node) removes the Snakemake lock that one
+left (`snakemake --unlock`), which would otherwise stop it ("Directory cannot be locked").
 """
 from __future__ import annotations
 
@@ -55,9 +59,29 @@ def check_config(preset: str | None, extra: list[str]) -> None:
     cv.resolve({**user, **({"preset": preset} if preset else {})})
 
 
-def run_controller(cmd: list[str], workdir: str) -> int:
+def take_over(folder: str, cmd: list[str], workdir: str) -> None:
+    """Make this process the folder's controller; unlock what a killed predecessor left."""
+    from runs import runlock
+
+    previous = runlock.read_marker(folder)
+    print(f"controller: {runlock.acquire(folder)}", flush=True)  # RunFolderLocked: a live controller
+    locks = Path(workdir) / ".snakemake" / "locks"
+    if previous and not previous.get("ended") and locks.is_dir() and any(locks.iterdir()):
+        print(f"controller: {runlock.describe(previous)} ended without finishing; removing the "
+              "Snakemake lock it left", flush=True)
+        subprocess.run(cmd + ["--unlock"], cwd=workdir, check=True)
+
+
+def run_controller(cmd: list[str], workdir: str, folder: str = LAUNCHER_FOLDER) -> int:
     """Body of the submitted job: run Snakemake to the end; fail the job if it fails."""
+    from runs import runlock
+
+    folder = os.path.join(workdir, folder)
+    take_over(folder, cmd, workdir)
+    # An exception here (submitit's signal before the time limit) kills Snakemake: the
+    # marker then stays unended, and the next controller unlocks.
     rc = subprocess.run(cmd, cwd=workdir).returncode
+    runlock.release(folder)
     if rc != 0:
         raise RuntimeError(f"snakemake exited with status {rc}: {shlex.join(cmd)}")
     return rc
@@ -127,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     if cluster != "slurm":
         params = {k: v for k, v in params.items() if not k.startswith("slurm_")}
     executor.update_parameters(**params)
-    job = executor.submit(run_controller, cmd, workdir)
+    job = executor.submit(run_controller, cmd, workdir, args.folder)
     print(f"submitted the sweep controller as {cluster} job {job.job_id}")
     print(f"  command:  {shlex.join(cmd)}")
     print(f"  its log:  {job.paths.stdout} (and {job.paths.stderr})")

@@ -7,6 +7,10 @@
 #
 #   cluster_profiles/slurm-local/up.sh [--no-accounting]
 #
+# Job memory is enforced (task/cgroup, ConstrainRAMSpace) where the cgroup v1 memory
+# controller is mounted, as on most clusters, so a job over its --mem ends OUT_OF_MEMORY;
+# elsewhere it is not enforced. /run/saferl-slurm/mode says which (memory=cgroup|none).
+#
 # Environment: SLURM_LOCAL_CPUS (CPUs advertised to SLURM, default 8: oversubscribes on
 # purpose so that several tiny jobs run at once), SLURM_LOCAL_GPUS (fake GPUs, default 2).
 # The daemons it starts are recorded (name pid) in /run/saferl-slurm/started; down.sh
@@ -100,6 +104,17 @@ chown slurm:slurm /var/log/slurm /var/lib/slurm/slurmctld
 real_mem=$(/usr/sbin/slurmd -C | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
 node_mem=$((real_mem * 85 / 100))
 
+# Memory enforcement needs the cgroup v1 memory controller (22.05's cgroup/v2 needs systemd),
+# in which slurmd can make a cgroup with a limit: tried here first.
+memcg_works() {
+  local probe=/sys/fs/cgroup/memory/saferl-slurm-probe
+  mkdir "$probe" 2>/dev/null || return 1
+  echo $((64 << 20)) > "$probe/memory.limit_in_bytes" 2>/dev/null; local ok=$?
+  rmdir "$probe"; return $ok
+}
+if memcg_works; then memory=cgroup; task_plugin=task/cgroup; else memory=none; task_plugin=task/none; fi
+printf '%s\nConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n' "$marker" > /etc/slurm/cgroup.conf
+
 if [ $accounting = 1 ]; then
   acct="AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
@@ -117,7 +132,7 @@ SlurmctldHost=$host
 SlurmUser=slurm
 AuthType=auth/munge
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=$task_plugin
 MpiDefault=none
 ReturnToService=2
 SelectType=select/cons_tres
@@ -210,9 +225,5 @@ until node_ready; do
   fi
   sleep 0.5
 done
-if [ $accounting = 1 ]; then
-  echo "accounting=slurmdbd" > "$state_dir/mode"
-else
-  echo "accounting=none" > "$state_dir/mode"
-fi
-log "cluster up: node $host, $cpus CPUs, $gpus fake GPUs, accounting $( [ $accounting = 1 ] && echo slurmdbd || echo none )"
+printf 'accounting=%s\nmemory=%s\n' "$( [ $accounting = 1 ] && echo slurmdbd || echo none )" "$memory" > "$state_dir/mode"
+log "cluster up: node $host, $cpus CPUs, $gpus fake GPUs, accounting $( [ $accounting = 1 ] && echo slurmdbd || echo none ), memory enforced by $memory"
