@@ -108,3 +108,42 @@ def test_every_task_defaults_to_mjx_contacts_and_simple_is_selectable():
     for task in envs.TASKS:
         assert envs.make(task).task.contact_model == "mjx"
         assert envs.make(task, contact_model="simple").task.contact_model == "simple"
+
+
+def _fidelity_cli(*args: str, cwd=None):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    return subprocess.run([sys.executable, "-m", "tools.fidelity", *args], cwd=cwd or repo, capture_output=True,
+                          text=True, timeout=900, env={**__import__("os").environ, "PYTHONPATH": str(repo)})
+
+
+def test_cli_compares_a_task_with_the_reference_draws_the_figure_and_the_block_speed(tmp_path):
+    reference = "tools/fidelity_reference.npz"
+    png = tmp_path / "fidelity.png"
+    done = _fidelity_cli("--reference", reference, "--tasks", "goal", "--contact-model", "simple",
+                         "--figure", str(png))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "goal" in done.stdout and png.stat().st_size > 0
+    speed = _fidelity_cli("--reference", reference, "--block-speed")
+    assert speed.returncode == 0 and speed.stdout.strip(), speed.stderr[-2000:]
+    refused = _fidelity_cli("--block-speed")  # without a reference: a usage error naming the flag
+    assert refused.returncode == 2 and "--reference" in refused.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.crax
+def test_cli_records_chosen_policies_with_trained_params_and_appends(tmp_path):
+    pytest.importorskip("crax", reason="the crax extra (PyPI crax-bench) is not installed")
+    params, out = tmp_path / "params.npz", tmp_path / "rec.npz"
+    assert _fidelity_cli("--train", str(params)).returncode == 0
+    policy = fidelity.POLICIES["goal"][0]
+    first = _fidelity_cli("--record", str(out), "--tasks", "goal", "--episodes", "2", "--params", str(params),
+                          "--policies", policy)
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = _fidelity_cli("--record", str(out), "--tasks", "push", "--episodes", "2", "--append")
+    assert second.returncode == 0, second.stderr[-2000:]
+    recorded = np.load(out)
+    assert any(k.startswith("goal/") for k in recorded.files) and any(k.startswith("push/") for k in recorded.files)
