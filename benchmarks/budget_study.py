@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import yaml
@@ -59,16 +60,10 @@ def run_budget(out: str, budget: int, args) -> float:
 
 def final_action_std(folder: str) -> pd.DataFrame:
     """Per run: the policy's action_std at the last logged iterate."""
-    rows = []
-    runs_root = os.path.join(folder, "results", "runs")
-    for task in sorted(os.listdir(runs_root)):
-        for bound_dir in sorted(os.listdir(os.path.join(runs_root, task))):
-            for algo in sorted(os.listdir(os.path.join(runs_root, task, bound_dir))):
-                for seed_dir in sorted(os.listdir(os.path.join(runs_root, task, bound_dir, algo))):
-                    trace = pd.read_parquet(os.path.join(runs_root, task, bound_dir, algo, seed_dir, "trace.parquet"),
-                                            columns=["action_std"])
-                    rows.append({"task": task, "algo": algo, "action_std": float(trace["action_std"].iloc[-1])})
-    return pd.DataFrame(rows)
+    # results/runs/{task}/d{bound}/{algo}/seed{seed}/trace.parquet
+    return pd.DataFrame([{"task": trace.parts[-5], "algo": trace.parts[-3],
+                          "action_std": float(pd.read_parquet(trace, columns=["action_std"])["action_std"].iloc[-1])}
+                         for trace in sorted(Path(folder, "results", "runs").rglob("trace.parquet"))])
 
 
 def budget_table(out: str, budget: int, algos) -> tuple[pd.DataFrame, pd.DataFrame]:
