@@ -21,7 +21,7 @@ import dataclasses
 import math
 from typing import Any, TypeVar
 
-from algos.registry import ALGOS, algorithm_scalars, get as get_algorithm
+from algos.registry import ALGOS, algorithm_scalars, get as get_algorithm, program_algos
 
 ACTIVATIONS = ("swish", "tanh", "relu", "elu")
 PACK_MODES = ("auto", "sequential", "batched")  # algos.programs: auto = batched on GPU/TPU, else sequential
@@ -138,6 +138,11 @@ class TrainConfig:
     def uses_cost_critic(self) -> bool:
         return get_algorithm(self.algo).uses_cost_critic
 
+    @property
+    def algo_index(self) -> int:
+        """The algorithm's place among those its sequential program serves (registry.program_algos)."""
+        return program_algos(self.algo).index(self.algo)
+
     def validate(self) -> TrainConfig:
         def bad(field: str, why: str) -> ValueError:
             return ConfigFieldError(field, f"config field {field!r} = {getattr(self, field)!r}: {why}")
@@ -162,10 +167,13 @@ class TrainConfig:
             raise bad("pack_mode", f"must be one of {PACK_MODES}")
         return self
 
-    def static_key(self) -> TrainConfig:
-        """The config with every runtime value blanked: equal keys share compiled programs."""
-        return dataclasses.replace(self, **{f: 0.0 for f in HYPER_FIELDS}, seed=0, total_steps=0,
-                                   checkpoint_every_s=0.0, pack_mode="auto")
+    def static_key(self, shared: bool = False) -> TrainConfig:
+        """The config with every runtime value blanked: equal keys share compiled programs.
+        `shared` (a sequential program): the algorithm too is a runtime value where it shares its
+        program (registry.program_algos); `algo` then names them all, joined by "+"."""
+        algo = "+".join(program_algos(self.algo)) if shared else self.algo
+        return dataclasses.replace(self, **{f: 0.0 for f in CONFIG_HYPER_FIELDS}, seed=0, total_steps=0,
+                                   checkpoint_every_s=0.0, pack_mode="auto", algo=algo)
 
     def to_dict(self) -> dict:
         out = dataclasses.asdict(self)
@@ -189,9 +197,11 @@ class Hyper:
     gae_lambda: Any
     clip_eps: Any
     reward_scaling: Any
+    algo_index: Any  # TrainConfig.algo_index: which algorithm a shared program runs (0 where it serves one)
 
 
 HYPER_FIELDS = tuple(f.name for f in dataclasses.fields(Hyper))  # changing any of these never recompiles
+CONFIG_HYPER_FIELDS = tuple(f for f in HYPER_FIELDS if f != "algo_index")  # TrainConfig fields (algo_index: of `algo`)
 _hyper_registered: list = []
 
 

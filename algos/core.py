@@ -30,7 +30,7 @@ from algos import distribution as dist
 from algos.config import Hyper, TrainConfig
 from algos import registry
 from algos.hooks import standardise
-from algos.interface import LossInputs, PolicyStepInputs, update_stats
+from algos.interface import LossInputs, PolicyStepInputs, algo_choice, shared_hooks, update_stats
 from algos.networks import apply_mlp, init_params
 from algos.normalizer import Normalizer, init_normalizer, normalize, update_normalizer
 from algos.trace_schema import LOSS_METRICS, POLICY_STEP_INDEX
@@ -116,12 +116,15 @@ def gae(rewards, values, bootstrap, done, truncated, discount, lam):
 class LossSetup(NamedTuple):
     """What the losses take from the static config: the networks' activation, whether
     observations are normalised, whether a cost critic trains, and the algorithm's hooks (with
-    `hooks.policy_step` set the policy moves in the algorithm's own step; SGD fits the critics)."""
+    `hooks.policy_step` set the policy moves in the algorithm's own step; SGD fits the critics).
+    A shared program (several algorithms, algos.registry.program_algos) holds a cost critic when
+    any of them trains one; `cost_by_algo` then says, per runtime algorithm index, whether it does."""
 
     activation: str
     normalize: bool
     with_cost: bool
     hooks: Any
+    cost_by_algo: tuple | None = None
 
 
 def critic(params, name: str, obs, rewards, mb: Transition, h: Hyper, activation: str):
@@ -146,12 +149,7 @@ def minibatch_loss(params, mb: Transition, norm, algo_state, multiplier, h: Hype
         ratio = jnp.exp(log_ratio)
     values, vs, adv = critic(params, "value", obs, mb.reward * h.reward_scaling, mb, h, act)
     value_loss = 0.25 * jnp.mean(jnp.square(vs - values[:, :-1]))
-    if setup.with_cost:
-        cvalues, cvs, cost_adv = critic(params, "cost_value", obs, mb.cost, mb, h, act)
-        cost_value_loss = 0.25 * jnp.mean(jnp.square(cvs - cvalues[:, :-1]))
-    else:
-        cost_adv, cost_value_loss = jnp.zeros_like(adv), jnp.float32(jnp.nan)
-    cost_term = cost_value_loss if setup.with_cost else 0.0
+    cost_adv, cost_term, cost_value_loss = cost_critic_loss(params, obs, mb, h, setup, adv)
     if not sgd_policy:  # the policy moved in the algorithm's own step; its entries come from there
         nan = jnp.float32(jnp.nan)
         return value_loss + cost_term, _metrics(policy_loss=nan, value_loss=value_loss, cost_value_loss=cost_value_loss,
@@ -166,6 +164,24 @@ def minibatch_loss(params, mb: Transition, norm, algo_state, multiplier, h: Hype
                            entropy=entropy, approx_kl=approx_kl, action_std=action_std)
 
 
+def cost_critic_loss(params, obs, mb: Transition, h: Hyper, setup: LossSetup, adv):
+    """(cost advantages, the cost critic's loss term, its logged value): zeros, 0 and NaN for an
+    algorithm without a cost critic; in a shared program a `lax.switch` on the algorithm skips
+    the critic for those without one (their cost critic parameters get no gradient and stay put)."""
+
+    def trained(_):
+        cvalues, cvs, cost_adv = critic(params, "cost_value", obs, mb.cost, mb, h, setup.activation)
+        loss = 0.25 * jnp.mean(jnp.square(cvs - cvalues[:, :-1]))
+        return cost_adv, loss, loss
+
+    def untrained(_):
+        return jnp.zeros_like(adv), jnp.float32(0.0), jnp.float32(jnp.nan)
+
+    if setup.cost_by_algo is None or len(set(setup.cost_by_algo)) == 1:
+        return trained(None) if setup.with_cost else (jnp.zeros_like(adv), 0.0, jnp.float32(jnp.nan))
+    return jax.lax.switch(algo_choice(h), [trained if cost else untrained for cost in setup.cost_by_algo], None)
+
+
 def _metrics(**values):
     return jnp.stack([values[name] for name in LOSS_METRICS])
 
@@ -175,10 +191,7 @@ def batch_advantages(params, data: Transition, norm, h: Hyper, setup: LossSetup)
     algorithm's own policy step); the cost advantage is 0 without a cost critic."""
     obs = normalize(norm, data.obs, setup.normalize)
     _, _, adv = critic(params, "value", obs, data.reward * h.reward_scaling, data, h, setup.activation)
-    if not setup.with_cost:
-        return adv, jnp.zeros_like(adv)
-    _, _, cost_adv = critic(params, "cost_value", obs, data.cost, data, h, setup.activation)
-    return adv, cost_adv
+    return adv, cost_critic_loss(params, obs, data, h, setup, adv)[0]
 
 
 def make_env(config: TrainConfig):
@@ -210,14 +223,17 @@ def env_batch(fn, fold_members: bool = False):
     return fold
 
 
-def build_programs(config: TrainConfig, env=None, batched: bool = False) -> Programs:
+def build_programs(config: TrainConfig, env=None, batched: bool = False, shared: bool | None = None) -> Programs:
     """The (unjitted) init / chunk / evaluate functions of `config`'s static part: built from the
     blanked config, so no runtime value is baked in (algos.programs memoises their compiled form).
+    `shared` (default: unbatched): the simple-form algorithms share one program, the algorithm
+    being `Hyper.algo_index` (TrainConfig.static_key).
 
     `batched`: the functions are meant to be vmapped over a pack's members (algos.programs): the
     env step folds the member axis into the env batch (env_batch) and the chunk's budget is a
     mask, not a `cond` (a cond on a per-member value would become a select anyway)."""
-    return _build_programs(config.static_key(), env if env is not None else make_env(config), batched)
+    shared = not batched if shared is None else shared
+    return _build_programs(config.static_key(shared), env if env is not None else make_env(config), batched)
 
 
 def _build_programs(cfg: TrainConfig, env, batched: bool = False) -> Programs:
@@ -226,11 +242,13 @@ def _build_programs(cfg: TrainConfig, env, batched: bool = False) -> Programs:
     S = R * U  # rollout steps per env per update
     C = cfg.iterate_capacity
     act, use_norm, algo = cfg.activation, cfg.normalize_observations, cfg.algo
-    with_cost = cfg.uses_cost_critic
     adam = optax.scale_by_adam()
     n_metrics = len(LOSS_METRICS)
-    spec = registry.get(algo)
-    hooks = spec.hooks_obj
+    specs = [registry.get(name) for name in algo.split("+")]  # several: a shared program (static_key)
+    spec = specs[0]
+    hooks = spec.hooks_obj if len(specs) == 1 else shared_hooks(specs)
+    cost_by_algo = tuple(s.uses_cost_critic for s in specs)
+    with_cost = any(cost_by_algo)  # the state holds a cost critic
     transform = hooks.transform
     n_state = len(spec.state_columns)
     sgd_policy = hooks.policy_step is None  # False: the algorithm's own policy step, the SGD fits the critics
@@ -265,7 +283,7 @@ def _build_programs(cfg: TrainConfig, env, batched: bool = False) -> Programs:
                           hooks.init(h), no_episodes(N), jnp.int32(0), jnp.int32(0),
                           jnp.full((n_metrics,), jnp.nan, jnp.float32), tstate)
 
-    setup = LossSetup(act, use_norm, with_cost, hooks)
+    setup = LossSetup(act, use_norm, with_cost, hooks, cost_by_algo)
     grad_fn = jax.value_and_grad(minibatch_loss, has_aux=True)
 
     # ---- one update ------------------------------------------------------------------

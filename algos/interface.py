@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 
@@ -128,3 +129,26 @@ def simple_hooks(spec) -> Hooks:
         return (state.multiplier,)
 
     return Hooks(init=init, trace=trace, update=update, loss=loss)
+
+
+def algo_choice(h):
+    """The runtime index of the algorithm a shared program runs (Hyper.algo_index) as int32."""
+    return jnp.asarray(h.algo_index, jnp.int32)
+
+
+def shared_hooks(specs) -> Hooks:
+    """Several simple-form algorithms as one `Hooks` (their `AlgoState`s have one shape): init,
+    update and loss pick the algorithm by `algo_choice(h)` with `lax.switch`, a real branch where
+    the index is one run's (a sequential program), so only the chosen algorithm's code runs."""
+    singles = [simple_hooks(spec) for spec in specs]
+
+    def init(h):
+        return jax.lax.switch(algo_choice(h), [one.init for one in singles], h)
+
+    def update(state: AlgoState, stats: UpdateStats, h):
+        return jax.lax.switch(algo_choice(h), [one.update for one in singles], state, stats, h)
+
+    def loss(x: LossInputs, h):
+        return jax.lax.switch(algo_choice(h), [one.loss for one in singles], x, h)
+
+    return Hooks(init=init, trace=singles[0].trace, update=update, loss=loss)

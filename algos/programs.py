@@ -2,7 +2,13 @@
 
 A pack is P runs of one static config (same task, algorithm, shapes, schedule) that differ
 only in runtime values (seed, bound, hyperparameters, budget), trained by one program in one
-of two modes (`TrainConfig.pack_mode`):
+of two modes (`TrainConfig.pack_mode`). A sequential program (and a single run's) also takes
+the algorithm as a runtime value where it can: the simple-form algorithms (PPO, PPO-Lag, P3O,
+FOCOPS and any added in that form) share one program per task and shapes, `lax.switch`ing on
+`Hyper.algo_index` in the loss and the multiplier update (and around the cost critic, which
+PPO does not train), so a sweep compiles one program per task where it compiled one per
+(task, algorithm). A batched program keeps the algorithm static: under `vmap` a switch would
+run every branch.
 
 * `sequential`: the members one after another (`lax.map` of the single-run functions). Each
   member's computation is the single-run one, so its episodes are bitwise those it gives alone
@@ -120,7 +126,7 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
 
     mode = "sequential" if size is None else resolve_mode(mode or config.pack_mode)
     env = env if env is not None else make_env(config)
-    cache_key = (config.static_key(), env, size, mode)
+    cache_key = (config.static_key(shared=mode == "sequential"), env, size, mode)
     if cache_key in _COMPILED:
         return _COMPILED[cache_key]._replace(compile_s=0.0)
     programs = build_programs(config, env, batched=mode == "batched")

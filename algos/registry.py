@@ -163,6 +163,16 @@ def get(name: str) -> Algorithm:
         raise ValueError(f"unknown algo {name!r}; known: {', '.join(ALGOS)}") from None
 
 
+def program_algos(name: str) -> tuple[str, ...]:
+    """The algorithms that one sequential program serves with `name` (algos.programs): every
+    simple-form algorithm shares one program per task, the algorithm being a runtime index into
+    this tuple (Hyper.algo_index); a general-form algorithm has a program of its own (its state,
+    transform or policy step gives it another shape). Table order, so the index is stable."""
+    if get(name).hooks is not None:
+        return (name,)
+    return tuple(other for other, algo in ALGORITHMS.items() if algo.hooks is None)
+
+
 def label(name: str) -> str:
     """Display label of an algorithm in the table; other names show as they are."""
     return ALGORITHMS[name].label if name in ALGORITHMS else name

@@ -93,8 +93,10 @@ def pack_name(members) -> str:
     return run_id(first.task, first.bound, first.algo, first.seed) + (f" +{len(members) - 1}" if len(members) > 1 else "")
 
 
-def check_same_program(members) -> None:
-    keys = {m.config.static_key() for m in members}
+def check_same_program(members, mode: str) -> None:
+    """A pack's runs share one program: one static config, the algorithm aside where a
+    sequential program takes it as a runtime value (algos.programs)."""
+    keys = {m.config.static_key(shared=mode == "sequential") for m in members}
     if len(keys) > 1:
         raise ValueError("a pack's runs must share one static config (task, algorithm, shapes, schedule); "
                          f"these differ: {sorted(m.out for m in members)}")
@@ -316,9 +318,9 @@ def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_a
     from algos.config import stacked_hyper
     from algos.programs import compile_programs, pack_slots, resolve_mode
 
-    check_same_program(members)
     wall_start = time.perf_counter()
     mode = resolve_mode(members[0].config.pack_mode)
+    check_same_program(members, mode)
     slots = pack_slots(len(members), mode, planned)
     compiled = compile_programs(members[0].config, env, size=slots, mode=mode)
     why = stop()

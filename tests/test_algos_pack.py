@@ -166,7 +166,7 @@ def test_a_batched_pack_keeps_every_lazy_branch_of_the_task_a_cond():
         stack(state), stack(action)).jaxpr)
     assert alone == folded and alone["cond"] >= 2, (alone, folded)
 
-    single, batched = build_programs(cfg), build_programs(cfg, batched=True)
+    single, batched = build_programs(cfg, shared=False), build_programs(cfg, batched=True)  # both: PPO-Lag's own
     h, hP = hyper_of(cfg), stacked_hyper([cfg] * 2)
     s1 = jax.eval_shape(single.init, jnp.int32(0), h)
     sP = jax.eval_shape(jax.vmap(batched.init), jnp.zeros(2, jnp.int32), hP)

@@ -100,3 +100,20 @@ def test_a_pack_job_started_after_its_pack_finished_trains_nothing(tmp_path):
     assert state_of(tmp_path / "results" / "runs") == before
     log = tmp_path / "results" / "logs" / "train" / "circle_ppo_lag_p0.log"
     assert "nothing pending" in log.read_text()
+
+
+def test_the_first_pending_pack_of_each_shared_program_is_planned_to_go_first(tmp_path):
+    """On the CPU the simple-form algorithms share one program per task (algos.registry.program_algos):
+    one pack per task compiles it first (its rule's priority), the others find it in the cache."""
+    from workflow import config_validation as cv
+    from workflow import packs
+
+    cfg = cv.resolve({"preset": "default"})
+    planned = packs.plan(cfg, tmp_path)
+    assert len(planned) == 16 and {p.program for p in planned} == {f"{t}/ppo+ppo_lag+p3o+focops" for t in cfg["tasks"]}
+    assert packs.compiles_first(planned) == {f"{t}_ppo_p0" for t in cfg["tasks"]}
+    done = [p._replace(pending=()) if p.name == "goal_ppo_p0" else p for p in planned]  # goal's PPO pack finished
+    assert packs.compiles_first(done) == {"goal_ppo_lag_p0"} | {f"{t}_ppo_p0" for t in cfg["tasks"] if t != "goal"}
+    zoo = packs.plan(cv.resolve({"preset": "zoo"}), tmp_path)
+    assert {p.program for p in zoo if p.name.startswith("circle_")} == {
+        "circle/ppo+ppo_lag+p3o+focops", "circle/ppo_pid", "circle/ppo_saute", "circle/crpo", "circle/cpo"}

@@ -20,6 +20,7 @@ import json
 import os
 from typing import NamedTuple
 
+from algos import registry
 from runs import runfolder
 from runs import run_layout
 
@@ -31,6 +32,19 @@ class Pack(NamedTuple):
     name: str  # a rule-name suffix: task_algo_pK
     runs: tuple  # run ids of the pack, complete or not
     pending: tuple  # run ids that need training
+    program: str = ""  # the compiled program it shares with other packs: task/algorithms (compiles_first)
+
+
+def compiles_first(packs) -> set[str]:
+    """Names of the packs that compile a program first: the first pending pack of each task x
+    algorithms that share a sequential program (algos.registry.program_algos). Their jobs go
+    first (rule priority), so the other packs of the program find it in the persistent
+    compilation cache instead of compiling it beside them."""
+    first: dict[str, str] = {}
+    for pack in packs:
+        if pack.pending:
+            first.setdefault(pack.program, pack.name)
+    return set(first.values())
 
 
 def pending_reason(folder: str | os.PathLike, spec: dict, verify: bool = False) -> str | None:
@@ -59,7 +73,8 @@ def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
                     members = tuple(runs[k:k + size])
                     pending = tuple(r for r in members
                                     if pending_reason(os.path.join(root, run_layout.RUNS_ROOT, r), cfg["specs"][r]))
-                    packs.append(Pack(f"{prefix}_p{k // size}", members, pending))
+                    packs.append(Pack(f"{prefix}_p{k // size}", members, pending,
+                                      f"{task}/{'+'.join(registry.program_algos(algo))}"))
     return packs
 
 

@@ -17,12 +17,17 @@
 # pack was finished meanwhile (by an orphaned job of a killed controller) re-reads the
 # workflow, finds its rule with nothing pending and trains nothing. The rules are named per
 # pack, so a profile gives their resources as default-resources (they and `aggregate` are
-# the only cluster jobs) and the config their threads (`train.threads`).
+# the only cluster jobs) and the config their threads (`train.threads`). The packs that
+# compile a shared program first (packs.compiles_first: one per task on the CPU) go first;
+# the others then load it from the persistent compilation cache.
+
+_FIRST_COMPILES = packs.compiles_first(PACKS)
 
 for _pack in PACKS:
 
     rule:
         name: f"train_{_pack.name}"
+        priority: 1 if _pack.name in _FIRST_COMPILES else 0
         input:
             [STALE_FLAGS[run] for run in _pack.pending if run in STALE_FLAGS],
         output:
