@@ -129,3 +129,16 @@ def test_reference_products_flag_what_is_outside_and_say_when_there_is_none(resu
     assert pd.read_csv(out["csv"])["reference"].tolist() == ["none"]  # the report renders the CSV
     figure.build(none, [str(tmp_path / "g.pdf"), str(tmp_path / "g.png")], settings.resolve(None), {})
     assert os.path.getsize(tmp_path / "g.png") > 1000
+
+
+def test_every_shipped_reference_loads_and_names_a_preset_and_the_command_that_made_it():
+    from workflow import config_validation as cv
+
+    shipped = sorted(reference.SHIPPED.glob("*.yaml"))
+    assert {p.stem for p in shipped} >= {"default"}
+    for path in shipped:
+        ref = reference.load_reference(path.stem)
+        assert ref["name"] == path.stem and f"--name {path.stem}" in ref["command"]
+        algos = cv.resolve({"preset": path.stem})["algos"]
+        assert set(ref["iqm"]["algo"]) == set(algos)  # values for every swept algorithm
+        assert ref["made_with"]["n_runs"] == len(cv.resolve({"preset": path.stem})["specs"])
