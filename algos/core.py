@@ -178,7 +178,7 @@ def cost_critic_loss(params, obs, mb: Transition, h: Hyper, setup: LossSetup, ad
         return jnp.zeros_like(adv), jnp.float32(0.0), jnp.float32(jnp.nan)
 
     if setup.cost_by_algo is None or len(set(setup.cost_by_algo)) == 1:
-        return trained(None) if setup.with_cost else (jnp.zeros_like(adv), 0.0, jnp.float32(jnp.nan))
+        return trained(None) if setup.with_cost else untrained(None)
     return jax.lax.switch(algo_choice(h), [trained if cost else untrained for cost in setup.cost_by_algo], None)
 
 
