@@ -409,6 +409,14 @@ def memory_enforced() -> bool:
     return mode.exists() and "memory=cgroup" in mode.read_text().split()
 
 
+def running(pid: str) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
 def push_over_memory_limit(job_id: str) -> None:
     """Make SLURM job `job_id` exceed its memory so that the kernel OOM-kills its trainer."""
     pids = subprocess.run(["scontrol", "listpids", job_id], capture_output=True, text=True, check=True).stdout
@@ -418,10 +426,15 @@ def push_over_memory_limit(job_id: str) -> None:
                 if line.split(":")[1] == "memory"]
     cgroup = Path("/sys/fs/cgroup/memory" + memcg)  # .../job_<id>/step_<n>/task_0
     Path(f"/proc/{trainer}/oom_score_adj").write_text("1000")  # the kernel's first choice there
+    # stopped, the trainer cannot finish its run before the kernel kills it (a SIGKILL still ends it)
+    os.kill(int(trainer), signal.SIGSTOP)
     job = cgroup.parent.parent
     room = int((job / "memory.limit_in_bytes").read_text()) - int((job / "memory.usage_in_bytes").read_text())
     hog = subprocess.run([sys.executable, "-c", OOM_HOG, str(cgroup), str(room + (256 << 20)), trainer],
                          capture_output=True, text=True, timeout=120)
+    if running(trainer):
+        os.kill(int(trainer), signal.SIGCONT)
+        raise AssertionError(f"the trainer {trainer} outlived the memory hog (exit {hog.returncode}): {hog.stderr}")
     # it exits once the trainer is gone, or SLURM, ending the step, kills it first
     assert hog.returncode in (0, -signal.SIGKILL), hog.stderr
 
