@@ -25,10 +25,3 @@ def tiny_sweep(tmp_path_factory):
                           cwd=workdir, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return workdir
-
-
-def pytest_collection_modifyitems(config, items):
-    """The SLURM tests first (stable order otherwise): their file is the longest by far (about 12
-    minutes with a cluster), so under `-n auto --dist loadfile` the other workers run the rest
-    meanwhile instead of waiting for it at the end."""
-    items.sort(key=lambda item: item.get_closest_marker("slurm") is None)
