@@ -139,6 +139,6 @@ def test_every_shipped_reference_loads_and_names_a_preset_and_the_command_that_m
     for path in shipped:
         ref = reference.load_reference(path.stem)
         assert ref["name"] == path.stem and f"--name {path.stem}" in ref["command"]
-        algos = cv.resolve({"preset": path.stem})["algos"]
-        assert set(ref["iqm"]["algo"]) == set(algos)  # values for every swept algorithm
-        assert ref["made_with"]["n_runs"] == len(cv.resolve({"preset": path.stem})["specs"])
+        preset = cv.resolve({"preset": path.stem})
+        assert set(ref["iqm"]["algo"]) == set(preset["algos"])  # values for every swept algorithm
+        assert ref["made_with"]["n_runs"] == len(preset["specs"])
