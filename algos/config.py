@@ -205,7 +205,7 @@ CONFIG_HYPER_FIELDS = tuple(f for f in HYPER_FIELDS if f != "algo_index")  # Tra
 _hyper_registered: list = []
 
 
-def _register_hyper() -> None:
+def register_hyper() -> None:
     """Make Hyper a JAX pytree on first use (so that importing this module imports no JAX)."""
     import jax
 
@@ -217,7 +217,7 @@ def _register_hyper() -> None:
 def hyper_of(config: TrainConfig) -> Hyper:
     import jax.numpy as jnp
 
-    _register_hyper()
+    register_hyper()
     return Hyper(*(jnp.float32(getattr(config, f)) for f in HYPER_FIELDS))
 
 
@@ -225,7 +225,7 @@ def stacked_hyper(configs) -> Hyper:
     """The runtime values of each config, stacked along a leading pack axis."""
     import jax.numpy as jnp
 
-    _register_hyper()
+    register_hyper()
     return Hyper(*(jnp.asarray([getattr(c, f) for c in configs], jnp.float32) for f in HYPER_FIELDS))
 
 

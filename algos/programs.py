@@ -26,7 +26,8 @@ run every branch.
   circle envs gives other observations for copies 3 and 4). On a GPU every element of a kernel
   runs the same instructions.
 
-Programs are memoised per process and, through the persistent compilation cache, across processes.
+Programs are memoised per process and, through the persistent compilation cache and the
+compiled-program cache beside it (algos.program_cache), across processes.
 """
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ import os
 import time
 from pathlib import Path
 from typing import NamedTuple
+
+from algos import program_cache
 
 # The source folders whose code decides a run's result (see code_version); recorders: the
 # trainer logs its iterates with recorders.jax_recorder.
@@ -106,12 +109,14 @@ class Compiled(NamedTuple):
     template: object  # ShapeDtypeStruct pytree of ONE run's training state (checkpoints are per run)
     compile_s: float  # 0.0 when the programs were already in this process
     mode: str = "sequential"  # how a pack's members run (`sequential` or `batched`); one run: sequential
+    source: str = "compiled"  # or "loaded": from the compiled-program cache (algos.program_cache)
 
 
 # The one in-process memo of compiled programs, keyed by (static config, env, pack size, mode): a
-# hit costs nothing, while the persistent JAX cache (enable_compilation_cache) still traces and
-# lowers the programs and loads them from disk, seconds per program. The Python objects below
-# it (the programs' functions, the algorithms' hooks) are cheap to rebuild and carry no cache.
+# hit costs nothing. Across processes, algos.program_cache loads programs without tracing them
+# (a second or so), where JAX's persistent cache alone still traces and lowers them (3-9 s a
+# pack job). The Python objects below (the programs' functions, the algorithms' hooks) are
+# cheap to rebuild and carry no cache.
 _COMPILED: dict = {}
 
 
@@ -121,7 +126,7 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
     import jax
     import jax.numpy as jnp
 
-    from algos.config import hyper_of, stacked_hyper
+    from algos.config import hyper_of, register_hyper, stacked_hyper
     from algos.core import build_programs, make_env
 
     mode = "sequential" if size is None else resolve_mode(mode or config.pack_mode)
@@ -129,8 +134,15 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
     cache_key = (config.static_key(shared=mode == "sequential"), env, size, mode)
     if cache_key in _COMPILED:
         return _COMPILED[cache_key]._replace(compile_s=0.0)
-    programs = build_programs(config, env, batched=mode == "batched")
     start = time.perf_counter()
+    stored = _stored_path(config, env, size, mode)
+    register_hyper()  # a stored program's argument tree names Hyper
+    loaded = program_cache.load(stored) if stored else None
+    if loaded is not None:
+        compiled = Compiled(*loaded, time.perf_counter() - start, mode, source="loaded")
+        _COMPILED[cache_key] = compiled
+        return compiled
+    programs = build_programs(config, env, batched=mode == "batched")
     template = jax.eval_shape(programs.init, jnp.int32(0), hyper_of(config))
     if size is None:
         seed, h, budget = jnp.int32(0), hyper_of(config), jnp.int32(0)
@@ -147,13 +159,26 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
             def evaluate(params, normalizer, seed, noise_scale, hyper):
                 return sequential_eval(params, normalizer, seed, hyper, scalar=noise_scale)
     state = jax.eval_shape(init, seed, h)
-    compiled = Compiled(
-        jax.jit(init).lower(seed, h).compile(),
-        jax.jit(chunk).lower(state, h, budget).compile(),
-        jax.jit(evaluate).lower(state.params, state.normalizer, seed, jnp.float32(0.0), h).compile(),
-        template, time.perf_counter() - start, mode)
+    executables = (jax.jit(init).lower(seed, h).compile(),
+                   jax.jit(chunk).lower(state, h, budget).compile(),
+                   jax.jit(evaluate).lower(state.params, state.normalizer, seed, jnp.float32(0.0), h).compile())
+    if stored:
+        program_cache.save(stored, executables, template)
+    compiled = Compiled(*executables, template, time.perf_counter() - start, mode)
     _COMPILED[cache_key] = compiled
     return compiled
+
+
+def _stored_path(config, env, size, mode) -> str | None:
+    """Where the persistent cache keeps these programs compiled (algos.program_cache), or None
+    when the persistent compilation cache is off (enable_compilation_cache)."""
+    import jax
+
+    cache_dir = jax.config.jax_compilation_cache_dir
+    if not cache_dir or not jax.config.jax_enable_compilation_cache:
+        return None
+    return program_cache.entry_path(cache_dir, code_version(), config.static_key(shared=mode == "sequential"),
+                                    env, size, mode)
 
 
 def _sequential(fn):

@@ -4,7 +4,8 @@
 
 A pack's members record the pack's wall times (compile, train, eval) and its size; a run's
 share is 1 / pack_size of each, so the sums below count every pack once. Prints the sums,
-each part's share, and compile's share of the summed run time.
+each part's share, and how many packs compiled their programs and how many loaded them
+(algos.program_cache) with the seconds of each.
 """
 from __future__ import annotations
 
@@ -17,17 +18,23 @@ def main(argv=None) -> int:
     root = Path((argv or sys.argv[1:])[0]) / "results" / "runs"
     parts = {"compile_s": 0.0, "train_wall_s": 0.0, "eval_wall_s": 0.0}
     runs = 0
+    sources: dict = {}  # program_source -> [packs, seconds]
     for path in sorted(root.glob("*/*/*/*/run.json")):
         meta = json.loads(path.read_text())
         size = meta.get("pack_size", 1)
         for key in parts:
             parts[key] += meta[key] / size
+        source = sources.setdefault(meta.get("program_source", "not recorded"), [0.0, 0.0])
+        source[0] += 1 / size
+        source[1] += meta["compile_s"] / size
         runs += 1
     total = sum(parts.values())
     print(f"{runs} runs; summed over packs (seconds of a job's wall time):")
     for key, value in parts.items():
         print(f"  {key:13} {value:8.1f}  {100 * value / total:5.1f} %")
     print(f"  {'total':13} {total:8.1f}")
+    for name, (packs, seconds) in sorted(sources.items()):
+        print(f"  programs {name}: {packs:.0f} packs, {seconds:.1f} s")
     return 0
 
 

@@ -306,7 +306,8 @@ class Outcome(NamedTuple):
     stopped: str | None  # why training stopped early (every live member's checkpoint written); None when done
     failures: dict  # run folder -> error, for the members that failed
     finished: list  # Finished, in member order
-    timing: dict  # the pack's eval_wall_s, compile_s, process_wall_s, and how it ran: pack_mode, program_slots
+    timing: dict  # the pack's eval_wall_s, compile_s, process_wall_s, and how it ran: pack_mode, program_slots,
+    # program_source ("compiled", or "loaded" from the compiled-program cache)
 
 
 def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_after_chunks=None,
@@ -337,6 +338,7 @@ def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_a
     eval_start = time.perf_counter()
     finals = evaluate_final(members, compiled, configs, h, state, progress)
     timing = {"eval_wall_s": time.perf_counter() - eval_start, "compile_s": compiled.compile_s,
-              "process_wall_s": time.perf_counter() - wall_start, "pack_mode": mode, "program_slots": slots}
+              "process_wall_s": time.perf_counter() - wall_start, "pack_mode": mode, "program_slots": slots,
+              "program_source": compiled.source}
     finished = [Finished(m, p, final) for m, p, final in zip(members, progress, finals) if p.failed is None]
     return Outcome(None, {m.out: p.failed for m, p in zip(members, progress) if p.failed}, finished, timing)

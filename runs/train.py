@@ -155,7 +155,7 @@ def _write_finished(outcome, pack_size: int, say) -> None:
         write_run_folder(m, p, final, timing, pack_size)
         J = len(p.host.arrays()["update"])
         say(f"[{member_name(m)}] done: {J} iterates, {m.config.num_updates * m.config.steps_per_update:,} "
-            f"steps in {p.train_s:.1f} s train (pack of {pack_size}; +{timing['compile_s']:.1f} s compile, "
+            f"steps in {p.train_s:.1f} s train (pack of {pack_size}; +{timing['compile_s']:.1f} s compile ({timing['program_source']}), "
             f"{timing['eval_wall_s']:.1f} s eval) -> {m.out}")
 
 

@@ -1,0 +1,89 @@
+"""The compiled-program cache (algos.program_cache): a process loads the programs another one
+compiled, without tracing them, and they compute bitwise what the compiled ones compute; an
+entry's key changes with everything that decides the programs; a damaged entry is compiled
+again and replaced."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from algos import program_cache
+from algos.config import make_config
+from algos.core import make_env
+
+REPO = Path(__file__).resolve().parent.parent
+KW = dict(task="circle", total_steps=8 * 2048, num_envs=4, episode_length=64, eval_episodes=4)
+
+SCRIPT = textwrap.dedent("""
+    import glob, os, sys
+    import jax, jax.numpy as jnp, numpy as np
+    from algos import programs
+    from algos.config import make_config, stacked_hyper
+
+    programs.enable_compilation_cache(sys.argv[1])
+    kw = dict(task="circle", total_steps=8 * 2048, num_envs=4, episode_length=64, eval_episodes=4)
+    def config(algo, num_envs=4):
+        return make_config("cpu", dict(kw, algo=algo, num_envs=num_envs), ["chunk_updates=4"])
+
+    def outputs(compiled, cfg):
+        h = stacked_hyper([cfg, cfg])
+        state = compiled.init(jnp.asarray([0, 1], jnp.int32), h)
+        state, log, summary = compiled.chunk(state, h, jnp.asarray([2, 2], jnp.int32))
+        pending, obs = compiled.evaluate(state.params, state.normalizer, jnp.asarray([5, 6], jnp.int32), jnp.float32(1.0), h)
+        return jax.tree_util.tree_leaves((state, log, summary, pending, obs))
+
+    def fresh(cfg):
+        programs._COMPILED.clear()  # as a new process: only the disk caches remain
+        return programs.compile_programs(cfg, size=2, mode="sequential")
+
+    compiled = fresh(config("ppo_lag"))
+    entries = glob.glob(os.path.join(sys.argv[1], "programs", "*.pkl"))
+    print("first", compiled.source, len(entries))
+    loaded = fresh(config("ppo"))  # another algorithm of the same shared program
+    print("second", loaded.source, loaded.template == compiled.template)
+    cfg = config("ppo")
+    same = all(np.array_equal(a, b, equal_nan=True) for a, b in zip(outputs(compiled, cfg), outputs(loaded, cfg)))
+    print("bitwise", same and len(outputs(loaded, cfg)) > 10)
+    with open(entries[0], "wb") as f:
+        f.write(b"not a program")
+    print("damaged", fresh(cfg).source, fresh(cfg).source)
+    print("other shape", fresh(config("ppo", num_envs=8)).source,
+          len(glob.glob(os.path.join(sys.argv[1], "programs", "*.pkl"))))
+""")
+
+
+@pytest.mark.slow
+def test_a_new_process_loads_what_another_compiled_and_computes_the_same_bits(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "cache")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert "first compiled 1" in lines
+    assert "second loaded True" in lines
+    assert "bitwise True" in lines
+    assert "damaged compiled loaded" in lines  # compiled again, then the replaced entry loads
+    assert any(line.startswith("compiled-program cache: ignoring") for line in lines)
+    assert "other shape compiled 2" in lines
+
+
+def test_an_entry_is_keyed_by_code_config_env_size_mode_and_xla_flags(tmp_path, monkeypatch):
+    cfg = make_config("cpu", dict(KW, algo="ppo"))
+    base = dict(cache_dir=str(tmp_path), code="abc", static_key=cfg.static_key(shared=True), env=make_env(cfg),
+                size=6, mode="sequential")
+    path = program_cache.entry_path(**base)
+    assert path.startswith(str(tmp_path / program_cache.SUBDIR))
+    other = make_config("cpu", dict(KW, algo="ppo", num_envs=8))
+    circle = make_config("cpu", dict(KW, algo="ppo"), ["env.contact_model=simple"])
+    changes = [dict(code="abd"), dict(static_key=other.static_key(shared=True)), dict(env=make_env(circle)),
+               dict(size=8), dict(mode="batched")]
+    for change in changes:
+        assert program_cache.entry_path(**{**base, **change}) != path, change
+    # runtime values (seed, bound, budget, the shared program's algorithm) are not in the key
+    runtime = make_config("cpu", dict(KW, algo="p3o", seed=3, bound=50.0, total_steps=4096))
+    assert program_cache.entry_path(**{**base, "static_key": runtime.static_key(shared=True)}) == path
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_max_isa=AVX")
+    assert program_cache.entry_path(**base) != path
