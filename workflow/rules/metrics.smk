@@ -4,9 +4,9 @@
 # `tiers` and what reads tiers.csv / conditions.csv - never training or aggregation.
 
 
-# summarise: one job per pack (all its runs, finished earlier or not), in the controller's own
-# process (no Python start-up per run); a retrained run re-summarises its pack-mates too,
-# which costs milliseconds each.
+# summarise: one job per pack (all its runs, finished earlier or not), in a thread of the
+# controller (the profiles' force-use-threads: no Snakemake start-up per job); a retrained run
+# re-summarises its pack-mates too, which costs milliseconds each.
 SUMMARISE_RULES = []
 
 for _pack in PACKS:
