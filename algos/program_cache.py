@@ -9,7 +9,8 @@ the env, the pack size and mode, and the platform (library versions, device kind
 instruction set, XLA_FLAGS, JAX's numeric flags). An entry holds the three executables
 (jax.experimental.serialize_executable) and the training state's shapes; loading one gives the
 very executables that were saved, so a run's results do not depend on whether its programs
-were compiled or loaded. A missing, unreadable or foreign entry is compiled again and replaced.
+were compiled or loaded. A missing, unreadable or foreign entry is compiled again and replaced;
+only programs XLA compiled in this process are saved (jax_cache_hits).
 """
 from __future__ import annotations
 
@@ -54,6 +55,27 @@ def _cpu_features() -> str:
     import platform
 
     return platform.processor() or platform.machine()
+
+
+_jax_cache_hits = [0]  # JAX persistent-cache hits in this process (counted once asked for)
+
+
+def jax_cache_hits() -> int:
+    """How many executables JAX's persistent cache has served in this process so far. Such an
+    executable must not be stored here: XLA:CPU serialises one it loaded without its kernels,
+    and the copy then fails when it runs ("Function ... not found"), so only programs compiled
+    for real are saved."""
+    from jax import monitoring
+
+    if not _jax_cache_hits[1:]:
+        monitoring.register_event_listener(_count_hit)
+        _jax_cache_hits.append(True)
+    return _jax_cache_hits[0]
+
+
+def _count_hit(event: str, **_) -> None:
+    if event == "/jax/compilation_cache/cache_hits":
+        _jax_cache_hits[0] += 1
 
 
 def entry_path(cache_dir: str, code: str, static_key, env, size, mode: str) -> str:

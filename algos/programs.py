@@ -159,10 +159,17 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
             def evaluate(params, normalizer, seed, noise_scale, hyper):
                 return sequential_eval(params, normalizer, seed, hyper, scalar=noise_scale)
     state = jax.eval_shape(init, seed, h)
-    executables = (jax.jit(init).lower(seed, h).compile(),
-                   jax.jit(chunk).lower(state, h, budget).compile(),
-                   jax.jit(evaluate).lower(state.params, state.normalizer, seed, jnp.float32(0.0), h).compile())
-    if stored:
+    # The programs are named after their stored entry, so JAX's persistent cache (keyed by the
+    # lowered module, names included) never serves them to a new entry: they compile for real
+    # and can be stored (algos.program_cache.jax_cache_hits says why that matters).
+    tag = os.path.basename(stored).split(".")[0] if stored else "program"
+    lowered = (jax.jit(_named(init, f"init_{tag}")).lower(seed, h),
+               jax.jit(_named(chunk, f"chunk_{tag}")).lower(state, h, budget),
+               jax.jit(_named(evaluate, f"evaluate_{tag}")).lower(
+                   state.params, state.normalizer, seed, jnp.float32(0.0), h))
+    hits = program_cache.jax_cache_hits()  # counted over the compiles only (tracing runs small jits)
+    executables = tuple(program.compile() for program in lowered)
+    if stored and program_cache.jax_cache_hits() == hits:
         program_cache.save(stored, executables, template)
     compiled = Compiled(*executables, template, time.perf_counter() - start, mode)
     _COMPILED[cache_key] = compiled
@@ -179,6 +186,15 @@ def _stored_path(config, env, size, mode) -> str | None:
         return None
     return program_cache.entry_path(cache_dir, code_version(), config.static_key(shared=mode == "sequential"),
                                     env, size, mode)
+
+
+def _named(fn, name: str):
+    """fn under another name (a jitted function's module is named after it)."""
+    def program(*args):
+        return fn(*args)
+
+    program.__name__ = program.__qualname__ = name
+    return program
 
 
 def _sequential(fn):
