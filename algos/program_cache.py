@@ -9,15 +9,15 @@ the env, the pack size and mode, and the platform (library versions, device kind
 instruction set, XLA_FLAGS, JAX's numeric flags). An entry holds the three executables
 (jax.experimental.serialize_executable) and the training state's shapes; loading one gives the
 very executables that were saved, so a run's results do not depend on whether its programs
-were compiled or loaded. A missing, unreadable or foreign entry is compiled again and replaced;
-only programs XLA compiled in this process are saved (jax_cache_hits).
+were compiled or loaded. A missing, unreadable or foreign entry is compiled again; only
+programs XLA compiled in this process are saved (jax_cache_hits).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
-import tempfile
 import zlib
 from importlib import metadata
 
@@ -57,7 +57,14 @@ def _cpu_features() -> str:
     return platform.processor() or platform.machine()
 
 
-_jax_cache_hits = [0]  # JAX persistent-cache hits in this process (counted once asked for)
+_jax_cache_hits = 0  # JAX persistent-cache hits in this process, counted from the first ask
+
+
+@functools.cache
+def _listen() -> None:
+    from jax import monitoring
+
+    monitoring.register_event_listener(_count_hit)
 
 
 def jax_cache_hits() -> int:
@@ -65,17 +72,14 @@ def jax_cache_hits() -> int:
     executable must not be stored here: XLA:CPU serialises one it loaded without its kernels,
     and the copy then fails when it runs ("Function ... not found"), so only programs compiled
     for real are saved."""
-    from jax import monitoring
-
-    if not _jax_cache_hits[1:]:
-        monitoring.register_event_listener(_count_hit)
-        _jax_cache_hits.append(True)
-    return _jax_cache_hits[0]
+    _listen()
+    return _jax_cache_hits
 
 
 def _count_hit(event: str, **_) -> None:
+    global _jax_cache_hits
     if event == "/jax/compilation_cache/cache_hits":
-        _jax_cache_hits[0] += 1
+        _jax_cache_hits += 1
 
 
 def entry_path(cache_dir: str, code: str, static_key, env, size, mode: str) -> str:
@@ -94,7 +98,7 @@ def load(path: str):
         return (*(deserialize_and_load(*program) for program in programs), template)
     except FileNotFoundError:
         return None
-    except Exception as err:  # a damaged or foreign entry: compile again and replace it
+    except Exception as err:  # a damaged or foreign entry: compile again (and store, if compiled for real)
         print(f"compiled-program cache: ignoring {path} ({type(err).__name__}: {err})", flush=True)
         return None
 
@@ -103,14 +107,9 @@ def save(path: str, executables, template) -> None:
     """Write an entry atomically (concurrent jobs may save the same programs; either copy wins)."""
     from jax.experimental.serialize_executable import serialize
 
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    from metrics.atomic import atomic_path
+
     blob = pickle.dumps(([serialize(e) for e in executables], template), protocol=pickle.HIGHEST_PROTOCOL)
     blob = zlib.compress(blob, 1)  # 7x smaller (13 -> 2 MB for a push pack), 0.06 s
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(blob)
