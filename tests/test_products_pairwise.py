@@ -38,8 +38,44 @@ def test_table_holds_the_engines_numbers_with_the_sweeps_bootstrap(stage2, tmp_p
     assert "**" in open(out["md"]).read() and len(table.rows) == 3 * 12
 
 
-def test_heat_map_is_drawn_from_the_same_numbers(stage2, tmp_path):
+def test_heat_map_is_drawn_from_the_same_numbers(stage2, tmp_path, monkeypatch):
+    """Each panel (phase x metric) shows metrics.pairwise's P(row safer than column) as its image
+    and as its cell labels, starred where the engine's interval excludes 0.5."""
+    import numpy as np
+
+    from workflow.products.catalog import figure_pairwise as product
+    from workflow.products.pairwise import SAFETY_METRICS
+    from workflow.products.style import algo_label
+
+    drawn = []
+    save = product.save_figure
+    monkeypatch.setattr(product, "save_figure", lambda fig, paths, s: (drawn.append(fig), save(fig, paths, s)))
     outs = [str(tmp_path / "f.pdf"), str(tmp_path / "f.png")]
-    pairs = by_name()["figure_pairwise"].build(stage2, outs, settings.resolve(None), {})
-    assert all(os.path.getsize(p) > 1000 for p in outs)
-    assert set(pairs["metric"]) == {"V", "Dnorm", "Dnorm_plus"}
+    by_name()["figure_pairwise"].build(stage2, outs, settings.resolve(None), {})
+    assert open(outs[0], "rb").read(5) == b"%PDF-" and open(outs[1], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    want = probability_of_improvement(pd.read_parquet(stage2["run_metrics"]), reps=150, seed=4)
+    (fig,) = drawn
+    phases = list(dict.fromkeys(want["phase"]))
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == len(phases) * len(SAFETY_METRICS) == 9
+    algo_of = {algo_label(a): a for a in want["algo"].unique()}
+    stars = 0
+    for k, ax in enumerate(panels):
+        phase, metric = phases[k // 3], SAFETY_METRICS[k % 3]
+        rows = [algo_of[t.get_text()] for t in ax.get_yticklabels()]
+        assert [algo_of[t.get_text()] for t in ax.get_xticklabels()] == rows and len(rows) == 4
+        here = want[(want["phase"] == phase) & (want["metric"] == metric)].set_index(["algo", "other"])
+        image = np.ma.filled(ax.images[0].get_array().astype(float), np.nan)
+        labels = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
+        assert len(labels) == 4 * 3  # every ordered pair, nothing on the diagonal
+        for i, x in enumerate(rows):
+            for j, y in enumerate(rows):
+                if i == j:
+                    assert np.isnan(image[i, j]) and (i, j) not in labels
+                    continue
+                cell = here.loc[(x, y)]
+                assert image[i, j] == pytest.approx(cell["p"], abs=1e-12), (phase, metric, x, y)
+                sure = cell["ci_low"] > 0.5 or cell["ci_high"] < 0.5
+                assert labels[(i, j)] == f"{cell['p']:.2f}" + ("*" if sure else ""), (phase, metric, x, y)
+                stars += sure
+    assert stars > 0  # the synthetic sweep has sure differences (P3O vs PPO on V, above)
