@@ -54,10 +54,17 @@ def _plan_seeds(args):
 
 
 def _compare(args):
-    from .reference import compare, load_reference, read_results, summary_line
+    from .reference import (compare, load_reference, matching_definition, mismatches, n_comparable, read_sweep,
+                            summary_line)
 
     reference = load_reference(args.reference)
-    metrics, tiers = compare(*read_results(args.results), reference)
+    sweep, done = matching_definition(read_sweep(args.results), reference, args.thresholds)
+    metrics, tiers = compare(sweep.iqm, sweep.tiers, reference, sweep.not_comparable)
+    problems = mismatches(sweep, reference)
+    if n_comparable(metrics, tiers) == 0:  # a table of blanks with exit 0 reads as success
+        raise ReferenceError(f"{args.results}: nothing to compare with reference {reference['name']!r} "
+                             f"({reference['path']}): no value or tier of it can be compared with the sweep's"
+                             + "".join(f"; {p}" for p in problems))
     if args.out:
         from .atomic import write_text
 
@@ -65,9 +72,14 @@ def _compare(args):
     print(f"reference {reference['name']}: {reference['source']}")
     for note in reference.get("notes") or []:
         print(f"note: {note}")
+    for line in done + problems:
+        print(f"warning: {one_line(line)}", file=sys.stderr)
     print(metrics.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    print(tiers.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    shown = tiers.astype({"tier": "Int64", "ref_tier": "Int64"})  # tiers are whole numbers
+    print(shown.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
     print(summary_line(metrics, tiers, reference["name"]))
+    if args.out:
+        print(f"wrote {args.out}")
 
 
 def _reference(args):
@@ -78,6 +90,7 @@ def _reference(args):
     words = [args.results, "--name", args.name, "--out", args.out, "--source", args.source]
     command = "saferl-eval reference " + " ".join(shlex.quote(w) for w in words + (["--runs", args.runs] if args.runs else []))
     write_reference(make_reference(args.results, args.name, args.source, command, args.runs), args.out)
+    print(f"wrote {args.out}")
 
 
 def _from_saferleval(args):
@@ -168,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", help="folder with the sweep's iqm.csv and tiers.csv (written by `evaluate`, or results/metrics)")
     p.add_argument("reference", help="a reference file, or the name of a shipped one (metrics/references/NAME.yaml)")
     p.add_argument("--out", default=None, help="also write the per-metric comparison as CSV")
+    p.add_argument("--thresholds", default=None,
+                   help="YAML/JSON tier thresholds for tiers recomputed under the reference's Dnorm+ definition "
+                        "(default: RESULTS/thresholds.yaml if present, else the paper's Table 1)")
     p.set_defaults(func=_compare)
 
     p = sub.add_parser("reference", help="a reference file from a finished sweep's results (stamped with its code versions)")

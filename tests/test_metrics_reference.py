@@ -2,6 +2,7 @@
 made from itself lies inside everywhere with equal tiers; one shifted by a known amount is flagged."""
 import json
 import os
+import re
 
 import pandas as pd
 import pytest
@@ -130,15 +131,174 @@ def test_reference_products_flag_what_is_outside_and_say_when_there_is_none(resu
     figure.build(none, [str(tmp_path / "g.pdf"), str(tmp_path / "g.png")], settings.resolve(None), {})
     assert os.path.getsize(tmp_path / "g.png") > 1000
 
+    # the paper preset's: the paper's reference, the sweep's Dnorm+ recomputed by its definition, the grids told apart
+    monkeypatch.setattr(reference, "SHIPPED", reference.Path(reference.__file__).parent / "references")
+    folder = results / "metrics"
+    from metrics.aggregate import META_FILE, OUTPUT_FILES
+
+    stage_2 = {name: str(folder / f) for name, f in dict(OUTPUT_FILES, aggregate=META_FILE).items()}  # as common.smk
+    paper = table.inputs(SweepFiles(aggregate=stage_2, tiers=files.tiers, thresholds="", runs=lambda *a: [],
+                                    preset="paper"), {})
+    assert paper["reference"].endswith("paper.yaml") and paper["run_metrics"] == str(folder / "run_metrics.parquet")
+    table.build(paper, out, settings.resolve(None), {})
+    notes = open(out["md"]).read()
+    assert "the sweep's Dnorm+ and tiers are recomputed by 'saferleval'" in notes
+    assert "the task x bound grids differ" in notes
+
 
 def test_every_shipped_reference_loads_and_names_a_preset_and_the_command_that_made_it():
     from workflow import config_validation as cv
 
     shipped = sorted(reference.SHIPPED.glob("*.yaml"))
-    assert {p.stem for p in shipped} >= {"default"}
+    assert {p.stem for p in shipped} >= {"default", "paper"}
     for path in shipped:
         ref = reference.load_reference(path.stem)
-        assert ref["name"] == path.stem and f"--name {path.stem}" in ref["command"]
+        assert ref["name"] == path.stem
+        if "transcribed_from" in ref["made_with"]:  # published values: no command makes them, and it says so
+            assert ref["command"].startswith("none: transcribed")
+        else:
+            assert f"--name {path.stem}" in ref["command"]
         preset = cv.resolve({"preset": path.stem})
         assert set(ref["iqm"]["algo"]) == set(preset["algos"])  # values for every swept algorithm
         assert ref["made_with"]["n_runs"] == len(preset["specs"])
+
+
+def _copy_results(results, dest, rename=None):
+    """The sweep's results folder again, algorithms renamed as `rename` says."""
+    import shutil
+
+    shutil.copytree(results / "metrics", dest)
+    for name in ("iqm.csv", "tiers.csv"):
+        frame = pd.read_csv(dest / name)
+        frame["algo"] = frame["algo"].replace(rename or {})
+        frame.to_csv(dest / name, index=False)
+    return dest
+
+
+def test_compare_prints_tiers_as_integers_and_what_it_wrote(results, tmp_path, capsys):
+    path = _made(results, tmp_path)
+    assert f"wrote {path}" in capsys.readouterr().out  # `reference` says so too
+    out_csv = tmp_path / "comparison.csv"
+    assert main(["compare", str(results / "metrics"), str(path), "--out", str(out_csv)]) == 0
+    out = capsys.readouterr().out
+    tiers = pd.read_csv(results / "metrics" / "tiers.csv")
+    row = tiers.iloc[0]
+    # "focops  train  0  1.00  0  True": whole tiers, P(tier) with two decimals
+    shown = rf"\n\s*{row['algo']}\s+{row['phase']}\s+{int(row['tier'])}\s+\d\.\d\d\s+{int(row['tier'])}\s+True\n"
+    assert re.search(shown, out), out
+    assert not re.search(r"\s\d\.00\s+\d\.\d\d\s+\d\.00\s", out)
+    assert out.rstrip().endswith(f"wrote {out_csv}")
+
+
+def test_compare_names_the_closest_algorithm_names_and_fails_when_nothing_overlaps(results, tmp_path, capsys):
+    ref = _made(results, tmp_path)
+    capsys.readouterr()
+    renamed = _copy_results(results, tmp_path / "renamed", {"ppo": "PPO", "ppo_lag": "PPOLag", "p3o": "P3O",
+                                                            "focops": "FOCOPS"})
+    assert main(["compare", str(renamed), str(ref), "--out", str(tmp_path / "c.csv")]) == 2
+    got = capsys.readouterr()
+    assert got.out == "" and not (tmp_path / "c.csv").exists()
+    assert got.err.count("\n") == 1 and got.err.startswith(
+        f"error: {renamed}: nothing to compare with reference 'mine' ({ref}): no value or tier of it can be "
+        "compared with the sweep's; algorithm names differ: only in reference 'mine': ")
+    assert "ppo_lag (closest in the sweep: PPOLag" in got.err and "focops (closest in the sweep: FOCOPS)" in got.err
+    assert "only in the sweep: FOCOPS (closest in the reference: focops)" in got.err
+
+    # one name differs: compared, with a warning naming it
+    one = _copy_results(results, tmp_path / "one", {"ppo_lag": "PPO-Lagrangian"})
+    assert main(["compare", str(one), str(ref)]) == 0
+    got = capsys.readouterr()
+    assert ("warning: algorithm names differ: only in reference 'mine': ppo_lag (closest in the sweep: "
+            "PPO-Lagrangian); only in the sweep: PPO-Lagrangian (closest in the reference: ppo_lag)") in got.err
+    assert "45 of 45 reference values of 'mine' lie inside the sweep's 95 % CI; 15 are not in the sweep" in got.out
+
+
+def test_compare_says_when_the_task_bound_grids_differ(results, tmp_path, capsys):
+    # the synthetic sweep (goal, circle x 15, 25) against the default preset's reference
+    assert main(["compare", str(results / "metrics"), "default"]) == 0
+    err = capsys.readouterr().err
+    assert ("warning: the task x bound grids differ, so the IQMs average different conditions: the sweep has "
+            "tasks circle, goal and bounds 15, 25; reference 'default' has tasks button, circle, goal, push and "
+            "bounds 3.75, 6.25, 12.5") in err
+    assert main(["compare", str(results / "metrics"), str(_made(results, tmp_path))]) == 0
+    assert "grids differ" not in capsys.readouterr().err
+
+
+def test_compare_readme_example_against_default_is_an_error_naming_the_names(tmp_path, capsys):
+    out = tmp_path / "example-out"
+    assert main(["evaluate", "docs/examples/episodes_other_framework.csv", "--out", str(out), "--reps", "50"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(out), "default"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {out}: nothing to compare with reference 'default'") and err.count("\n") == 1
+    assert "ppo_lag (closest in the sweep: PPOLag)" in err and "only in the sweep: CPO (closest in the reference: " in err
+    assert "the sweep has tasks SafetyCarButton1, SafetyPointGoal1 and bounds 25, 50" in err
+
+
+def test_compare_recomputes_dnorm_plus_by_the_references_definition(results, tmp_path, capsys):
+    summary = metrics.read_summaries(sorted(str(p) for p in (results / "runs").rglob("summary.parquet")))
+    suite = tmp_path / "suite"
+    metrics.write_aggregate(metrics.aggregate(summary, reps=300, seed=0, dnorm_plus="saferleval"), suite)
+    metrics.tiers(suite)
+    keys = ["algo", "phase", "metric"]
+    ours = pd.read_csv(results / "metrics" / "iqm.csv").set_index(keys)
+    theirs = pd.read_csv(suite / "iqm.csv").set_index(keys)
+    plus = theirs.index.get_level_values("metric") == "Dnorm_plus"
+    assert (ours.loc[plus, "iqm"] != theirs.loc[plus, "iqm"]).any()  # the definitions differ on this sweep
+
+    # the eq. 5/6 sweep against a reference by the suite's definition: recomputed, the same as the suite's
+    made = tmp_path / "suite.yaml"
+    assert main(["reference", str(suite), "--out", str(made), "--name", "suite"]) == 0
+    ref = reference.load_reference(made)
+    assert ref["made_with"]["dnorm_plus"] == "saferleval"
+    sweep, done = reference.matching_definition(reference.read_sweep(results / "metrics"), ref)
+    assert done == [f"the sweep's Dnorm+ follows 'paper', the reference's 'saferleval': the sweep's Dnorm+ and tiers "
+                    f"are recomputed by 'saferleval' from its run_metrics.parquet and iterates.parquet "
+                    f"(thresholds: the paper's Table 1)"]
+    got = sweep.iqm.set_index(keys).loc[theirs.index]
+    assert (got[["iqm", "ci_low", "ci_high"]] == theirs[["iqm", "ci_low", "ci_high"]]).all().all()  # bit for bit
+    assert sweep.tiers.equals(pd.read_csv(suite / "tiers.csv"))
+    capsys.readouterr()
+    assert main(["compare", str(results / "metrics"), str(made)]) == 0
+    got = capsys.readouterr()
+    assert "60 of 60 reference values of 'suite' lie inside" in got.out and "recomputed by 'saferleval'" in got.err
+
+    # and back: the suite's folder against an eq. 5/6 reference gives the eq. 5/6 values
+    back, _ = reference.matching_definition(reference.read_sweep(suite), reference.load_reference(_made(results, tmp_path)))
+    again = back.iqm.set_index(keys).loc[ours.index]
+    assert ((again["iqm"] - ours["iqm"]).abs() < 1e-12).all()
+
+    # without the stage-2 files to recompute from, Dnorm+ is not compared, and that is said
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in ("iqm.csv", "tiers.csv", "aggregate.json"):
+        (bare / name).write_bytes((results / "metrics" / name).read_bytes())
+    assert main(["compare", str(bare), str(made)]) == 0
+    got = capsys.readouterr()
+    assert ("the sweep's Dnorm+ follows 'paper', the reference's 'saferleval', and "
+            f"{bare} lacks run_metrics.parquet, iterates.parquet, final_episodes.parquet to recompute it") in got.err
+    assert "12 are not comparable" in got.out
+
+
+def test_hand_typed_references_are_checked(results, tmp_path, capsys):
+    head = "format: saferl-eval reference\nversion: 1\nname: x\nsource: y\n"
+    cases = {
+        "tiers:\n  - {algo: a, phase: train, tier: 2.5}\n": "bad.yaml: tiers[0].tier must be one of 0..4, got 2.5",
+        "iqm:\n  - {algo: a, phase: train, metric: V, iqm: 0.1, ci_low: 0.0}\n":
+            "bad.yaml: iqm[0] gives only one of ci_low, ci_high",
+        "iqm:\n  - {algo: a, phase: train, metric: V, iqm: 0.1, ci_low: 0.2, ci_high: 0.1}\n":
+            "bad.yaml: iqm[0].ci_low 0.2 exceeds ci_high 0.1",
+        "iqm:\n  - {algo: a, phase: train, metric: V, iqm: 0.1}\n  - {algo: a, phase: train, metric: V, iqm: 0.2}\n":
+            "bad.yaml: iqm[1] repeats an earlier entry's algo, phase, metric ('a', 'train', 'V')",
+        "made_with: {dnorm_plus: suite}\ntiers:\n  - {algo: a, phase: train, tier: 2}\n":
+            "bad.yaml: made_with.dnorm_plus is 'suite', not one of paper, saferleval",
+        "grid: {tasks: [goal], bounds: [0]}\ntiers:\n  - {algo: a, phase: train, tier: 2}\n":
+            "bad.yaml: grid.bounds must be a list of positive numbers, got [0]",
+        "conditions:\n  - {task: goal, bound: 15, algo: a, phase: train, V_mean: high}\ntiers:\n  - {algo: a, phase: train, tier: 2}\n":
+            "bad.yaml: conditions[0].V_mean must be a number, got 'high'",
+    }
+    bad = tmp_path / "bad.yaml"
+    for body, message in cases.items():
+        bad.write_text(head + body)
+        assert main(["compare", str(results / "metrics"), str(bad)]) == 2
+        assert message in capsys.readouterr().err, body

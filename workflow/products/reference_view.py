@@ -1,10 +1,12 @@
 """The sweep beside a reference (metrics.reference.compare) as a table and a figure."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 
-from metrics.reference import compare, load_reference
+from metrics.reference import compare, load_reference, matching_definition, mismatches, read_sweep
 from metrics.schema import METRICS, PHASES
 
 from .style import METRIC_LABELS, PHASE_LABELS, algo_label, ordered_algos
@@ -19,8 +21,12 @@ def read_comparison(inputs):
     if not inputs.get("reference"):
         return None, None, None
     ref = load_reference(inputs["reference"])
-    got, tiers = compare(pd.read_csv(inputs["iqm"]), pd.read_csv(inputs["tiers"]), ref)
-    return ref, got, tiers
+    # the sweep's stage-2/3 files share one folder (results/metrics)
+    sweep, done = matching_definition(read_sweep(os.path.dirname(os.path.abspath(inputs["iqm"]))), ref,
+                                      inputs.get("thresholds"))
+    got, tiers = compare(sweep.iqm, sweep.tiers, ref, sweep.not_comparable)
+    # what the table's notes say beside the reference's own: a recomputed Dnorm+, a different grid
+    return dict(ref, notes=list(ref["notes"]) + done + mismatches(sweep, ref)), got, tiers
 
 
 def _ordered_keys(frame: pd.DataFrame) -> list[tuple[str, str]]:

@@ -7,7 +7,13 @@ def inputs(files, wildcards):
 
     reference = shipped_path(files.preset) if files.preset else None
     found = {"reference": str(reference)} if reference is not None and reference.exists() else {}
-    return {"iqm": files.aggregate["iqm"], "tiers": files.tiers["tiers"], **found}
+    # what compare reads beside iqm.csv and tiers.csv: the Dnorm+ definition and the grid, and
+    # the files it recomputes Dnorm+ and tiers from when the reference's definition differs
+    more = {name: files.aggregate[name] for name in ("aggregate", "run_metrics", "iterates", "final_episodes")
+            if name in files.aggregate}
+    more.update({"conditions": files.tiers["conditions"]} if "conditions" in files.tiers else {})
+    more.update({"thresholds": files.thresholds} if files.thresholds else {})
+    return {"iqm": files.aggregate["iqm"], "tiers": files.tiers["tiers"], **(dict(found, **more) if found else {})}
 
 
 def build(inputs, outputs, settings, wildcards):
