@@ -208,11 +208,11 @@ class FaultSweep:
         self.first_seen: dict[str, bytes] = {}
         self.proc = None
 
-    def start(self, env_extra: dict | None = None):
+    def start(self, env_extra: dict | None = None, args: tuple = ()):
         env = {**{k: v for k, v in os.environ.items() if k != "SAFERL_FAIL_RUNS"}, **(env_extra or {})}
         with open(self.out, "w") as out:
             self.proc = subprocess.Popen(["timeout", "-s", "INT", str(SWEEP_TIMEOUT_S), *SNAKEMAKE, "metrics",
-                                          "--configfile", "fault.yaml"], cwd=self.workdir, stdout=out,
+                                          "--configfile", "fault.yaml", *args], cwd=self.workdir, stdout=out,
                                          stderr=subprocess.STDOUT, env=env)
         return self
 
@@ -358,10 +358,14 @@ if fail:
 STATUS_OUTAGE_S = 60
 
 
-def test_sacct_and_squeue_down_for_a_minute_change_nothing(tmp_path, reference, sweep):
+@pytest.mark.parametrize("status_command", ["squeue", "sacct"])
+def test_sacct_and_squeue_down_for_a_minute_change_nothing(tmp_path, reference, sweep, status_command):
     # While a run trains, squeue and sacct fail for a minute (slurmctld / slurmdbd unreachable).
     # The profile's status attempts, 2 s apart, outlast it; without them plugin 2.8.0 drops
-    # the jobs after 5 failed attempts and Snakemake waits for them forever.
+    # the jobs after 5 failed attempts and Snakemake waits for them forever. The profile polls
+    # with squeue; the plugin polls with sacct by default and falls back to it by itself where a
+    # cluster's MinJobAge is short (slurm-notes.md): each is the status command once, so that
+    # each outage is one Snakemake has to wait out.
     bin_dir = tmp_path / "shims"
     down_until = tmp_path / "down_until"
     for name in ("squeue", "sacct"):
@@ -372,17 +376,25 @@ with open(LOG, "a") as f:
 if down:
     sys.exit("slurm_load_jobs error: Unable to contact slurm controller (connect failure)")
 """)
-    sweep.start({"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    sweep.start({"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}, args=("--slurm-status-command", status_command))
     sweep.wait_for("a run training", lambda: sweep.training_job("circle/d25/ppo/seed0"))
     down_from = time.time()
     down_until.write_text(str(down_from + STATUS_OUTAGE_S))
     log = sweep.finish()
-    # the controller's status check (squeue --name <run uuid>) failed more times in a row than
-    # the plugin's default 5 attempts, then passed once the minute was over
-    polls = [c for c in shim_calls(bin_dir, "squeue") if "--name" in " ".join(c[2:]) and float(c[1]) >= down_from]
+    # the controller's status check (`squeue|sacct ... --name <run uuid>`) failed more times in a
+    # row than the plugin's default 5 attempts, then passed once the minute was over
+    polls = [c for c in shim_calls(bin_dir, status_command) if "--name" in " ".join(c[2:]) and float(c[1]) >= down_from]
     outcomes = "".join(c[0][0] for c in polls)
     assert re.match(r"f{6,}p", outcomes), polls
     assert float(polls[outcomes.index("p")][1]) >= down_from + STATUS_OUTAGE_S
+    # the outage happened to every caller of either command: each call inside the minute failed
+    # (the shim's log), each one after it went to SLURM
+    for name in ("squeue", "sacct"):
+        for outcome, at, *_ in shim_calls(bin_dir, name):
+            if down_from + 0.5 < float(at) < down_from + STATUS_OUTAGE_S - 0.5:
+                assert outcome == "fail", (name, at)
+            elif float(at) > down_from + STATUS_OUTAGE_S + 0.5 or float(at) < down_from - 0.5:
+                assert outcome == "pass", (name, at)
     assert "Trying to restart" not in log and submitted_jobs(log) == 3
     sweep.assert_end_state(reference)
 
@@ -439,31 +451,57 @@ def push_over_memory_limit(job_id: str) -> None:
     assert hog.returncode in (0, -signal.SIGKILL), hog.stderr
 
 
-def test_training_jobs_killed_with_their_node_or_for_memory_resume_from_their_checkpoints(reference, sweep):
-    # seed0's job: every process SIGKILLed at once (a node lost: no signal to checkpoint on);
-    # seed1's job: its trainer OOM-killed by the kernel (the cluster's memory cgroup).
-    if not memory_enforced():
-        pytest.skip("this cluster does not enforce job memory (no cgroup v1 memory controller; "
-                    f"{STATE_DIR / 'mode'}), so no job can end OUT_OF_MEMORY")
-    sweep.start()
-    killed = sweep.wait_for("seed0 training", lambda: sweep.training_job("circle/d25/ppo/seed0"))
-    pids = subprocess.run(["scontrol", "listpids", killed], capture_output=True, text=True, check=True).stdout
+def kill_with_its_node(job_id: str) -> None:
+    """SIGKILL every process of SLURM job `job_id` at once (a node lost: no signal to checkpoint on)."""
+    pids = subprocess.run(["scontrol", "listpids", job_id], capture_output=True, text=True, check=True).stdout
     for pid in [int(line.split()[0]) for line in pids.splitlines()[1:]]:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    oomed = sweep.wait_for("seed1 training", lambda: sweep.training_job("circle/d25/ppo/seed1"))
-    push_over_memory_limit(oomed)
-    log = sweep.finish()
+
+
+@pytest.fixture(scope="module")
+def killed_sweep(reference, tmp_path_factory):
+    """One sweep for both kills: seed0's job killed with its node (on every cluster), and seed1's
+    trainer OOM-killed by the kernel where the cluster enforces job memory (a cgroup v1 memory
+    controller; `oomed` is None elsewhere)."""
+    sweep = FaultSweep(tmp_path_factory.mktemp("killed"))
+    try:
+        sweep.start()
+        killed = sweep.wait_for("seed0 training", lambda: sweep.training_job("circle/d25/ppo/seed0"))
+        kill_with_its_node(killed)
+        oomed = None
+        if memory_enforced():
+            oomed = sweep.wait_for("seed1 training", lambda: sweep.training_job("circle/d25/ppo/seed1"))
+            push_over_memory_limit(oomed)
+        log = sweep.finish()
+    finally:
+        sweep.stop()
+    return sweep, log, killed, oomed
+
+
+def test_a_training_job_killed_with_its_node_resumes_from_its_checkpoint(reference, killed_sweep):
+    sweep, log, killed, oomed = killed_sweep
     assert sacct_states(killed)[killed] == ("FAILED", "0:9")
+    # retried once by Snakemake (and seed1's job too where it was OOM-killed), with more memory
+    # (profile: 1000 + 1000 x attempt MB)
+    retries = 1 if oomed is None else 2
+    assert log.count("Trying to restart") == retries and submitted_jobs(log) == 3 + retries
+    assert re.search(r"mem_mb=3000\b", log)
+    sweep.assert_end_state(reference, resumed={"circle/d25/ppo/seed0"} | ({"circle/d25/ppo/seed1"} if oomed else set()))
+
+
+def test_a_training_job_killed_for_memory_resumes_from_its_checkpoint(reference, killed_sweep):
+    sweep, log, killed, oomed = killed_sweep
+    if oomed is None:
+        pytest.skip("this cluster does not enforce job memory (no cgroup v1 memory controller; "
+                    f"{STATE_DIR / 'mode'}), so no job can end OUT_OF_MEMORY (the node kill ran)")
     # the trainer runs in the job's step 0 (the jobstep plugin's srun): that step ran out of
     # memory, and the job failed with it
     states = sacct_states(oomed)
     assert states[f"{oomed}.0"][0] == "OUT_OF_MEMORY" and states[oomed][0] == "FAILED", states
-    # each retried once by Snakemake, with more memory (profile: 1000 + 1000 x attempt MB)
-    assert log.count("Trying to restart") == 2 and submitted_jobs(log) == 5
-    assert re.search(r"mem_mb=3000\b", log)
+    assert f"SLURM jobid {oomed} " in log and log.count("Trying to restart") == 2
     sweep.assert_end_state(reference, resumed=set(FAULT_RUNS))
 
 
