@@ -95,8 +95,13 @@ def expected_from_ledgers(books) -> pd.DataFrame:
 
 
 def recorded_train(folder) -> pd.DataFrame:
-    assert len(metrics.read_episodes(folder)) > 0  # the engine reads the recorder's folder
     raw = pd.concat([pd.read_parquet(f) for f in recorder_files(folder)], ignore_index=True)
+    # the engine reads the recorder's folder: every episode the recorder wrote, with its cost
+    read = metrics.read_episodes(folder)
+    assert len(read) == len(raw) > 0
+    keys = ["phase", "iteration", "episode"]
+    np.testing.assert_array_equal(read.sort_values(keys)["cost"].to_numpy(np.float64),
+                                  raw.sort_values(keys)["cost"].to_numpy(np.float64))
     train = raw[raw.phase == "train"].sort_values(["iteration", "episode"])
     return train[["phase", "iteration", "episode", "return", "cost", "length"]].reset_index(drop=True)
 
