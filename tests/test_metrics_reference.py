@@ -128,8 +128,16 @@ def test_reference_products_flag_what_is_outside_and_say_when_there_is_none(resu
     shown = table.build(none, out, settings.resolve(None), {})
     assert "No reference is shipped for this sweep's preset" in open(out["md"]).read()
     assert pd.read_csv(out["csv"])["reference"].tolist() == ["none"]  # the report renders the CSV
-    figure.build(none, [str(tmp_path / "g.pdf"), str(tmp_path / "g.png")], settings.resolve(None), {})
-    assert os.path.getsize(tmp_path / "g.png") > 1000
+    from workflow.products.catalog import figure_reference as figure_module
+    from workflow.products.reference_view import NO_REFERENCE
+
+    drawn, save = [], figure_module.save_figure
+    monkeypatch.setattr(figure_module, "save_figure", lambda fig, paths, s: (drawn.append(fig), save(fig, paths, s)))
+    assert figure.build(none, [str(tmp_path / "g.pdf"), str(tmp_path / "g.png")], settings.resolve(None), {}) is None
+    assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the figure says there is no reference (and draws no sweep numbers as if compared)
+    texts = [t.get_text() for ax in drawn[0].axes for t in ax.texts]
+    assert texts == [NO_REFERENCE.replace("; ", ";\n")]
 
     # the paper preset's: the paper's reference, the sweep's Dnorm+ recomputed by its definition, the grids told apart
     monkeypatch.setattr(reference, "SHIPPED", reference.Path(reference.__file__).parent / "references")
