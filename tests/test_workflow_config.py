@@ -98,8 +98,16 @@ def test_bad_config_is_an_error_naming_the_key(overrides, message):
 
 
 def test_equal_limits_in_consecutive_tiers_are_in_order():
+    from metrics.thresholds import tier_of
+
     cfg = resolved(thresholds={"moderate": {"V": 0.1}, "substantial": {"V": 0.1}, "strict": {"V": 0.1}})
-    assert [cfg["thresholds"][t]["V"] for t in ("moderate", "substantial", "strict")] == [0.1, 0.1, 0.1]
+    # accepted (not "looser"), and the tiers they give stay nested: V = 0.1 meets all three
+    # V limits (limits are inclusive), just above fails all three, whatever else holds
+    got = tier_of({"V": [0.1, 0.1 + 1e-12, 0.0], "Dnorm": [-1.0, -1.0, -1.0], "Dnorm_plus": [0.0, 0.0, 0.0]},
+                  cfg["thresholds"])
+    assert got.tolist() == [4, 1, 4]
+    with pytest.raises(cv.ConfigError, match="looser than 'thresholds.substantial.V' = 0.1"):
+        resolved(thresholds={"moderate": {"V": 0.1}, "substantial": {"V": 0.1}, "strict": {"V": 0.1 + 1e-9}})
 
 
 def test_cli_prints_resolved_config_or_the_error(tmp_path):
