@@ -6,6 +6,7 @@ budget are runtime values, so every run below reuses them. Budgets are the cpu p
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -96,18 +97,6 @@ def test_same_seed_same_episodes_and_budget_does_not_change_the_computation(runs
     assert not np.array_equal(other.cost.to_numpy(), short.cost.to_numpy())
 
 
-def test_interrupted_and_resumed_run_equals_uninterrupted_run(runs, tmp_path):
-    out = tmp_path / "resumed"
-    assert cli(out, "ppo_lag", bound=15, extra=["--stop-after-chunks", "1"]) == train.EXIT_TEMPFAIL
-    assert os.path.exists(out / "checkpoint" / "state-0.json") and not os.path.exists(out / "run.json")
-    assert cli(out, "ppo_lag", bound=15) == 0
-    pd.testing.assert_frame_equal(episodes(out), episodes(runs["lag"]), check_exact=True)
-    a = pd.read_parquet(out / "trace.parquet").drop(columns="wall_time")
-    b = pd.read_parquet(runs["lag"] / "trace.parquet").drop(columns="wall_time")
-    pd.testing.assert_frame_equal(a, b, check_exact=True)
-    assert json.load(open(out / "run.json"))["restarts"] == 1
-
-
 def test_resume_refuses_a_checkpoint_of_another_config(tmp_path, capsys):
     out = tmp_path / "run"
     assert cli(out, "ppo_lag", bound=15, extra=["--total-steps", str(3 * 100 * 2048), "--stop-after-chunks", "1"]) == 75
@@ -145,10 +134,14 @@ def test_greedy_and_noisy_evaluation_differ_only_in_the_noise():
     assert not np.array_equal(np.asarray(obs_g[: cfg.num_envs]), np.asarray(state.env_state.obs[: len(obs_g)]))
 
 
-def test_sigterm_writes_a_checkpoint_and_exits_75(tmp_path):
+def test_sigterm_checkpoints_exits_75_and_the_resumed_run_equals_the_uninterrupted_one(runs, tmp_path, capsys):
+    """A preemption (SIGTERM mid-run, the run of the `runs` fixture's "lag") checkpoints at a chunk
+    boundary and exits 75; the same command resumes there, and the finished run is the
+    uninterrupted one bit for bit (episodes and trace). (--stop-after-chunks, the rehearsal of a
+    preemption, is tested in test_resume_refuses_a_checkpoint_of_another_config.)"""
     out = tmp_path / "preempted"
     cmd = [sys.executable, "-m", "runs.train", "--task", "goal", "--bound", "15", "--algo", "ppo_lag", "--seed",
-           "0", "--out", str(out), "--total-steps", str(20 * 100 * 2048)]
+           "0", "--out", str(out)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=os.path.abspath(ROOT)))
     deadline = time.time() + 150
@@ -158,5 +151,13 @@ def test_sigterm_writes_a_checkpoint_and_exits_75(tmp_path):
     proc.send_signal(signal.SIGTERM)
     proc.stderr.read()
     assert proc.wait(timeout=120) == train.EXIT_TEMPFAIL
-    meta = checkpoint.load_meta(str(out / "checkpoint"))
-    assert meta["config"]["total_steps"] == 20 * 100 * 2048 and not os.path.exists(out / "run.json")
+    assert checkpoint.load_meta(str(out / "checkpoint")) is not None and not os.path.exists(out / "run.json")
+    capsys.readouterr()
+    assert cli(out, "ppo_lag", bound=15) == 0
+    at = re.search(r"resumed from \S+ at update (\d+)/(\d+)", capsys.readouterr().err)
+    assert at and 0 < int(at.group(1)) < int(at.group(2)) == 391, at  # mid-run: neither from zero nor the end
+    pd.testing.assert_frame_equal(episodes(out), episodes(runs["lag"]), check_exact=True)
+    a = pd.read_parquet(out / "trace.parquet").drop(columns="wall_time")
+    b = pd.read_parquet(runs["lag"] / "trace.parquet").drop(columns="wall_time")
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert json.load(open(out / "run.json"))["restarts"] == 1 and not os.path.exists(out / "checkpoint")
