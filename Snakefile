@@ -1,8 +1,8 @@
 """saferl-eval sweep: train -> per-run summary -> aggregate + bootstrap -> tiers ->
 tables, figures -> report. See docs/workflow.md.
 
-    snakemake --workflow-profile cluster_profiles/local                    # default preset
-    snakemake --workflow-profile cluster_profiles/local --config preset=tiny
+    snakemake --workflow-profile cluster_profiles/local                    # default preset, results/
+    snakemake --workflow-profile cluster_profiles/local --config preset=tiny  # results-tiny/
 """
 import glob
 import os
@@ -41,6 +41,12 @@ workflow.localrules(*SUMMARISE_RULES)
 
 
 workflow.localrules(*[r.name for r in workflow.rules if os.path.basename(r.snakefile) == "products.smk"])
+
+
+# A real run records in the sweep's folder which config made it (workflow.sweep): planning
+# and status then tell this sweep's folder from another's.
+onstart:
+    sweep.write_record(CFG)
 
 
 # The runs and their summaries are listed too: Snakemake only regenerates a deleted

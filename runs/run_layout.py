@@ -1,6 +1,7 @@
 """The run folder's layout: where a sweep's runs live and what their files are called.
 
-A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` holds
+A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` (the default sweep's; every
+sweep has its own results folder, workflow.sweep: `results-tiny/runs/...` for `tiny`) holds
 - `episodes.parquet`, `trace.parquet`: written by the trainer, each atomically;
 - `spec.json`: the run spec, what to train (trainer preset name and the resolved config),
   written by the workflow before the run is trained and read by the trainer;
@@ -23,11 +24,13 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 
-RUNS_ROOT = "results/runs"
+RESULTS_DIR = "results"  # the default sweep's folder (workflow.sweep.results_dir names each sweep's)
+RUNS_ROOT = RESULTS_DIR + "/runs"
 RUN_DIR = RUNS_ROOT + "/{task}/d{bound}/{algo}/seed{seed}"
 EPISODES = "episodes.parquet"
 TRACE = "trace.parquet"
@@ -45,16 +48,28 @@ WILDCARD_PATTERNS = {"task": r"[a-z][a-z0-9_]*", "bound": r"[0-9]+(\.[0-9]+)?",
                      "algo": r"[a-z][a-z0-9_]*", "seed": r"[0-9]+"}
 
 
+MAX_BOUND_LABEL = 32  # characters: bounds 1e-30 .. 1e31 fit; a 301-digit folder name does not
+
+
 def bound_label(bound: float) -> str:
     """Path label of a bound, plain decimal digits: 25 -> '25', 12.5 -> '12.5', 1e-05 -> '0.00001'.
 
-    The shortest digits that read back as the same float, never an exponent, so the label
-    matches WILDCARD_PATTERNS["bound"] and the trainer, given the label, gets the same bound.
+    The one rule for a bound in a file or folder name: the shortest digits that read back as the
+    same float, never an exponent, so the label matches WILDCARD_PATTERNS["bound"] and the
+    trainer, given the label, gets the same bound; at most MAX_BOUND_LABEL characters (1e+300
+    would be 301 digits, past the file system's limit on a name). ValueError otherwise: the
+    config check calls this at plan time, so no job meets a bound without a label.
     """
     bound = float(bound)
     if not (math.isfinite(bound) and bound > 0):
         raise ValueError(f"bound {bound} must be a finite number > 0")
-    return np.format_float_positional(bound, trim="-")
+    label = np.format_float_positional(bound, trim="-")
+    if len(label) > MAX_BOUND_LABEL:
+        raise ValueError(f"{bound!r} has no folder label of at most {MAX_BOUND_LABEL} characters (written "
+                         f"without an exponent it is {len(label)})")
+    if not re.fullmatch(WILDCARD_PATTERNS["bound"], label) or float(label) != bound:
+        raise ValueError(f"{bound!r} has no exact folder label (got {label!r})")
+    return label
 
 
 def run_id(task: str, bound: str | float, algo: str, seed: int | str) -> str:
@@ -63,9 +78,10 @@ def run_id(task: str, bound: str | float, algo: str, seed: int | str) -> str:
     return f"{task}/d{label}/{algo}/seed{seed}"
 
 
-def run_dir(root: str | os.PathLike, task: str, bound: str | float, algo: str, seed: int | str) -> Path:
-    """The run folder under a sweep's working directory `root`."""
-    return Path(root) / RUNS_ROOT / run_id(task, bound, algo, seed)
+def run_dir(root: str | os.PathLike, task: str, bound: str | float, algo: str, seed: int | str,
+            results_dir: str = RESULTS_DIR) -> Path:
+    """The run folder under a sweep's working directory `root` (its results folder `results_dir`)."""
+    return Path(root) / results_dir / "runs" / run_id(task, bound, algo, seed)
 
 
 def run_of_path(path: str | os.PathLike) -> dict:

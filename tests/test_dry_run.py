@@ -1,4 +1,4 @@
-"""Planning only reads: `snakemake -n` leaves results/ as it was (every file's bytes and mtime,
+"""Planning only reads: `snakemake -n` leaves the sweep's folder (results-tiny/ for `tiny`) as it was (every file's bytes and mtime,
 every folder's mtime) while still planning the missing, half-written and stale runs; and a
 pack's job that starts after its pack was finished (by an orphaned job of a killed controller)
 finds its rule and trains nothing.
@@ -22,6 +22,7 @@ from workflow import plan
 
 REPO = Path(__file__).resolve().parent.parent
 TINY_RUNS = [(b, a, s) for b in (15, 25) for a in ("ppo", "ppo_lag") for s in (0, 1)]  # task circle
+TINY = "results-tiny"  # the tiny preset's own results folder (workflow.sweep)
 
 
 def tiny_sweep_folder(root: Path) -> None:
@@ -30,14 +31,18 @@ def tiny_sweep_folder(root: Path) -> None:
 
     cfg = cv.resolve({"preset": "tiny"})
     for bound, algo, seed in TINY_RUNS:
-        folder = complete_run(run_layout.run_dir(root, "circle", bound, algo, seed), "circle", float(bound), algo, seed)
+        folder = complete_run(run_layout.run_dir(root, "circle", bound, algo, seed, TINY), "circle", float(bound), algo,
+                              seed)
         runfolder.write_spec(folder, cv.run_spec(cfg, "circle", bound, algo, seed))
 
 
 def state_of(folder: Path) -> dict:
-    """Every path under `folder`: a file's sha256 and mtime, a folder's mtime (in ns)."""
+    """Every path under `folder` but Snakemake's own .snakemake/: a file's sha256 and mtime, a
+    folder's mtime (in ns)."""
     state = {}
     for path in sorted(folder.rglob("*")):
+        if ".snakemake" in path.relative_to(folder).parts:
+            continue
         st = path.stat()
         digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
         state[str(path.relative_to(folder))] = (digest, st.st_mtime_ns)
@@ -45,32 +50,33 @@ def state_of(folder: Path) -> dict:
 
 
 def trained(jobs) -> list[str]:
-    return sorted(os.path.dirname(o)[len(run_layout.RUNS_ROOT) + 1:]
+    return sorted(os.path.dirname(o)[len(f"{TINY}/runs") + 1:]
                   for j in jobs if j.rule.startswith("train_") for o in j.outputs if o.endswith(run_layout.RUN_JSON))
 
 
 def test_a_dry_run_of_a_half_finished_sweep_changes_nothing_in_results(tmp_path):
     tiny_sweep_folder(tmp_path)
-    missing = run_layout.run_dir(tmp_path, "circle", 25, "ppo", 1)
+    missing = run_layout.run_dir(tmp_path, "circle", 25, "ppo", 1, TINY)
     for name in run_layout.RUN_FILES:  # a run that never trained: only its spec.json
         (missing / name).unlink()
-    (run_layout.run_dir(tmp_path, "circle", 15, "ppo", 0) / run_layout.RUN_JSON).unlink()  # half-written
-    stale = run_layout.run_dir(tmp_path, "circle", 15, "ppo_lag", 1)  # trained for a spec that changed since
+    (run_layout.run_dir(tmp_path, "circle", 15, "ppo", 0, TINY) / run_layout.RUN_JSON).unlink()  # half-written
+    stale = run_layout.run_dir(tmp_path, "circle", 15, "ppo_lag", 1, TINY)  # trained for a spec that changed since
     meta = json.loads((stale / run_layout.RUN_JSON).read_text())
     meta["config"]["total_steps"] += 1
     (stale / run_layout.RUN_JSON).write_text(json.dumps(meta))
     os.utime(stale / run_layout.SPEC, ns=(1, 1))  # older than every run file: mtimes alone say "up to date"
-    before = state_of(tmp_path / "results")
+    # another config (the issue's case: every spec changes), for the second dry run below
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump({"preset": "tiny", "train": {"total_steps": 8192}}))
+    before = state_of(tmp_path)
 
     jobs = plan.dry_run(tmp_path, ["--config", "preset=tiny"])
     assert trained(jobs) == ["circle/d15/ppo/seed0", "circle/d15/ppo_lag/seed1", "circle/d25/ppo/seed1"]
-    assert state_of(tmp_path / "results") == before
+    assert state_of(tmp_path) == before
 
-    # another config (the issue's case: every spec changes) plans every run and still writes nothing
-    (tmp_path / "b.yaml").write_text(yaml.safe_dump({"preset": "tiny", "train": {"total_steps": 8192}}))
+    # another config plans every run (in place: no results_dir) and still writes nothing
     jobs = plan.dry_run(tmp_path, ["--configfile", str(tmp_path / "b.yaml")])
     assert len(trained(jobs)) == 8
-    assert state_of(tmp_path / "results") == before
+    assert state_of(tmp_path) == before
 
 
 def test_the_flag_of_a_stale_run_changes_with_its_folder(tmp_path):
@@ -83,6 +89,7 @@ def test_the_flag_of_a_stale_run_changes_with_its_folder(tmp_path):
     folder = complete_run(run_layout.run_dir(tmp_path, "circle", 25, "ppo", 0))
     first = packs.stale_flag(run, spec, tmp_path)
     assert first.startswith(f"{packs.STALE_DIR}/{run}.") and first == packs.stale_flag(run, spec, tmp_path)
+    assert packs.stale_flag(run, spec, tmp_path, TINY) is None  # another sweep's folder: no run.json there
     assert packs.stale_flag(run, {**spec, "preset": "paper"}, tmp_path) != first
     complete_run(folder, cost=3.0)  # retrained: a new run.json
     assert packs.stale_flag(run, spec, tmp_path) != first
@@ -92,13 +99,13 @@ def test_a_pack_job_started_after_its_pack_finished_trains_nothing(tmp_path):
     """What a job of a relaunched sweep does when it re-reads the workflow (Snakemake runs each
     job as `snakemake --target-jobs RULE:`) and an orphaned job has finished its pack since."""
     tiny_sweep_folder(tmp_path)
-    before = state_of(tmp_path / "results" / "runs")
+    before = state_of(tmp_path / TINY / "runs")
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--cores", "1",
                            "--target-jobs", "train_circle_ppo_lag_p0:", "--allowed-rules", "train_circle_ppo_lag_p0",
                            "--config", "preset=tiny"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert state_of(tmp_path / "results" / "runs") == before
-    log = tmp_path / "results" / "logs" / "train" / "circle_ppo_lag_p0.log"
+    assert state_of(tmp_path / TINY / "runs") == before
+    log = tmp_path / TINY / "logs" / "train" / "circle_ppo_lag_p0.log"
     assert "nothing pending" in log.read_text()
 
 

@@ -168,14 +168,14 @@ def _touch(path: Path, text: str = "") -> None:
 
 def test_status_tells_done_running_failed_missing(tmp_path):
     cfg = resolved(bounds=[25], algos=["ppo"], seeds=[0, 1, 2, 3])
-    runs = tmp_path / "results" / "runs" / "circle" / "d25" / "ppo"
-    logs = tmp_path / "results" / "logs" / "train"  # one per pack, named in the job marker
+    runs = tmp_path / "results-tiny" / "runs" / "circle" / "d25" / "ppo"  # the tiny preset's own folder
+    logs = tmp_path / "results-tiny" / "logs" / "train"  # one per pack, named in the job marker
     complete_run(runs / "seed0", bound=25, seed=0)
     _touch(runs / "seed1" / "job.json", json.dumps({"host": status.socket.gethostname(), "pid": os.getpid(),
-                                                    "log": "results/logs/train/p.log"}))
+                                                    "log": "results-tiny/logs/train/p.log"}))
     _touch(logs / "p.log", "[circle] update 3\n")
     _touch(runs / "seed2" / "checkpoint" / "state-0.json", json.dumps({"generation": 0, "arrays": "state-0.npz"}))
-    _touch(runs / "seed2" / "job.json", json.dumps({"host": "elsewhere", "pid": 1, "log": "results/logs/train/q.log"}))
+    _touch(runs / "seed2" / "job.json", json.dumps({"host": "elsewhere", "pid": 1, "log": "results-tiny/logs/train/q.log"}))
     _touch(logs / "q.log", "starting\nRuntimeError: boom\n")
     got = {s.run: s for s in status.sweep_status(cfg, tmp_path, slurm_jobs=None)}
     assert [got[f"circle/d25/ppo/seed{k}"].state for k in range(4)] == ["done", "running", "failed", "missing"]
@@ -186,7 +186,7 @@ def test_status_tells_done_running_failed_missing(tmp_path):
 
 def test_status_uses_squeue_for_slurm_jobs(tmp_path):
     cfg = resolved(bounds=[25], algos=["ppo"], seeds=[0, 1])
-    runs = tmp_path / "results" / "runs" / "circle" / "d25" / "ppo"
+    runs = tmp_path / "results-tiny" / "runs" / "circle" / "d25" / "ppo"
     _touch(runs / "seed0" / "job.json", json.dumps({"host": "node7", "pid": 1, "slurm_job_id": "41"}))
     _touch(runs / "seed1" / "job.json", json.dumps({"host": "node7", "pid": 1, "slurm_job_id": "42"}))
     got = [s.state for s in status.sweep_status(cfg, tmp_path, slurm_jobs={"41"})]
@@ -194,7 +194,7 @@ def test_status_uses_squeue_for_slurm_jobs(tmp_path):
 
 
 def test_status_cli_lists_runs_and_counts(tmp_path):
-    complete_run(tmp_path / "results" / "runs" / "circle" / "d15" / "ppo" / "seed0", bound=15)
+    complete_run(tmp_path / "results-tiny" / "runs" / "circle" / "d15" / "ppo" / "seed0", bound=15)
     proc = subprocess.run([sys.executable, "-m", "workflow.status", "--config", "preset=tiny", "--dir", str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -243,7 +243,8 @@ def test_launcher_dry_run_names_command_and_job(capsys):
                       "--partition", "cpu", "--hours", "2", "--dry-run", "--", "-n"])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "--workflow-profile" in out and "preset=paper" in out and out.splitlines()[0].endswith("-n")
+    assert out.splitlines()[0].startswith("sweep paper in results-paper/ (1440 runs")  # which sweep, which folder
+    assert "--workflow-profile" in out and "preset=paper" in out and out.splitlines()[1].endswith("-n")
     assert "'timeout_min': 120" in out and "'slurm_partition': 'cpu'" in out
 
 
@@ -265,7 +266,8 @@ def test_launcher_submits_the_controller_through_submitit(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "submitted the sweep controller as debug job" in proc.stdout
-    assert not (tmp_path / "results").exists()  # a dry run writes nothing
+    assert proc.stdout.startswith("sweep tiny in results-tiny/ (8 runs")  # first: which sweep, which folder
+    assert not (tmp_path / "results").exists() and not (tmp_path / "results-tiny").exists()  # a dry run writes nothing
 
 
 # ---- profiles ----------------------------------------------------------------------------

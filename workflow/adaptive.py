@@ -2,7 +2,7 @@
 
 Config (`adaptive`, see docs/workflow.md): `seeds: K0` seeds first, then rounds of `step`
 more seeds up to `max_seeds` per condition. Before round r (r >= 1), the decision of round r
-(results/seeds/round<r>.json, a Snakemake checkpoint) reads the summaries of every run so
+(<results folder>/seeds/round<r>.json, a Snakemake checkpoint) reads the summaries of every run so
 far and gives round r's seeds to each algorithm whose P(tier) (the share of bootstrap
 replicates in its point tier, as in tiers.csv) is below `target` in some phase; an algorithm
 that reached the target, or the budget, stops. The seeds of a round are fixed by the config
@@ -16,8 +16,16 @@ import json
 import os
 from typing import Mapping
 
-DECISIONS_DIR = "results/seeds"
+DECISIONS_DIR = "results/seeds"  # the default sweep's; every sweep's under its own folder (workflow.sweep)
 SEED_TABLE = "results/tables/seeds.csv"
+
+
+def decisions_dir(results_dir: str = "results") -> str:
+    return f"{results_dir}/seeds"
+
+
+def seed_table_path(results_dir: str = "results") -> str:
+    return f"{results_dir}/tables/seeds.csv"
 
 
 def enabled(cfg: Mapping) -> bool:
@@ -37,8 +45,8 @@ def rounds(cfg: Mapping) -> list[list[int]]:
     return out
 
 
-def decision_path(round_no: int) -> str:
-    return f"{DECISIONS_DIR}/round{round_no}.json"
+def decision_path(round_no: int, results_dir: str = "results") -> str:
+    return f"{decisions_dir(results_dir)}/round{round_no}.json"
 
 
 def start_seeds(cfg: Mapping) -> dict[str, list[int]]:
@@ -58,11 +66,13 @@ def seeds_of(decision: Mapping) -> dict[str, list[int]]:
 def requested_seeds(cfg: Mapping, root: str | os.PathLike = ".") -> dict[str, list[int]]:
     """Each algorithm's seeds as far as the sweep in `root` has decided (the newest decision
     file present; the start seeds before any): what workflow.status lists."""
+    from workflow import sweep
+
     if not enabled(cfg):
         return {algo: list(cfg["seeds"]) for algo in cfg["algos"]}
     seeds = start_seeds(cfg)
     for r in range(1, len(rounds(cfg))):
-        path = os.path.join(root, decision_path(r))
+        path = os.path.join(root, decision_path(r, sweep.results_dir(cfg)))
         if not os.path.exists(path):
             break
         seeds = seeds_of(read_decision(path))
@@ -124,9 +134,11 @@ def seed_table(cfg: Mapping, decision: Mapping | None, tiers_csv: str):
     """Per algorithm: the seeds it got and why it got no more (the final tiers' P(tier))."""
     import pandas as pd
 
+    from metrics.safe_text import read_csv
+
     target, top = float(cfg["adaptive"]["target"]), int(cfg["adaptive"]["max_seeds"])
     seeds = seeds_of(decision) if decision is not None else start_seeds(cfg)
-    tiers = pd.read_csv(tiers_csv)
+    tiers = read_csv(tiers_csv)  # algorithm names as text (NA, null stay names)
     tiers["p"] = [row[f"p_tier{int(row['tier'])}"] for _, row in tiers.iterrows()]  # P(its own tier)
     rows = []
     for algo in cfg["algos"]:

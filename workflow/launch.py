@@ -1,10 +1,13 @@
 """Submit the sweep's Snakemake controller as a long-running CPU job with submitit, so it
 does not die with the login shell.
 
-    python -m workflow.launch --profile cluster_profiles/slurm [--preset paper]
+    python -m workflow.launch --profile cluster_profiles/slurm [--preset paper | --config preset=paper ...]
         [--partition P] [--account A] [--hours 72] [--cpus 4] [--mem-gb 8]
         [--cluster slurm|local|debug] [--dry-run] [-- SNAKEMAKE ARGS...]
 
+It first prints which sweep and results folder the controller will act on (workflow.sweep)
+and refuses a folder that holds another sweep's runs. `--config KEY=VALUE ...` goes to the
+controller's Snakemake as its `--config`; `--preset NAME` is `--config preset=NAME`.
 The controller runs `python -m snakemake --workflow-profile PROFILE` in this directory; the
 profile's executor (SLURM for cluster_profiles/slurm) submits one job per run. Its output is
 in .snakemake/launcher/<job id>_0_log.out. Progress per run: `python -m workflow.status`.
@@ -30,15 +33,20 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def snakemake_command(profile: str, preset: str | None, extra: list[str],
-                      python: str = sys.executable) -> list[str]:
+                      python: str = sys.executable, config: list[str] = ()) -> list[str]:
     """The controller's command line (this checkout's Snakefile, results in the current folder)."""
     cmd = [python, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--workflow-profile", profile]
-    if preset:
-        cmd += ["--config", f"preset={preset}"]
-    return cmd + list(extra)
+    overrides = ([f"preset={preset}"] if preset else []) + list(config)
+    extra = list(extra)
+    if overrides and "--config" in extra:  # one --config: Snakemake keeps only the last
+        i = extra.index("--config")
+        extra = extra[:i + 1] + overrides + extra[i + 1:]
+    elif overrides:
+        extra = ["--config", *overrides] + extra
+    return cmd + extra
 
 
-def check_config(preset: str | None, extra: list[str]) -> None:
+def check_config(preset: str | None, extra: list[str]) -> dict:
     """Resolve the configuration the controller's Snakemake will read (config/config.yaml, then
     any `--configfile`, `--config` and the preset), so a bad one is refused before a job is
     submitted; raises config_validation.ConfigError."""
@@ -56,7 +64,7 @@ def check_config(preset: str | None, extra: list[str]) -> None:
     for path in files:
         user = cv.deep_merge(user, cv.load_user_config(path))
     user = cv.deep_merge(user, cv.parse_overrides(overrides, "--config"))
-    cv.resolve({**user, **({"preset": preset} if preset else {})})
+    return cv.resolve({**user, **({"preset": preset} if preset else {})})
 
 
 def take_over(folder: str, cmd: list[str], workdir: str) -> None:
@@ -114,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", required=True, help="Snakemake profile folder, e.g. cluster_profiles/slurm")
     parser.add_argument("--preset", help="config preset (default: the one config/config.yaml names)")
+    parser.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="overrides for the controller's Snakemake (its --config), e.g. preset=paper")
     parser.add_argument("--partition", help="partition for the controller job (a CPU partition)")
     parser.add_argument("--account", help="SLURM account for the controller job")
     parser.add_argument("--hours", type=float, default=72.0, help="time limit of the controller job")
@@ -128,16 +138,24 @@ def main(argv: list[str] | None = None) -> int:
     if not (Path(args.profile) / "config.yaml").is_file():
         parser.error(f"--profile {args.profile}: no config.yaml in that folder")
     from metrics.cli import one_line
+    from workflow import sweep
     from workflow.config_validation import ConfigError
 
+    cmd = snakemake_command(args.profile, args.preset, extra, config=args.config)
     try:
-        check_config(args.preset, extra)
+        cfg = check_config(None, cmd[cmd.index("--workflow-profile") + 2:])
     except ConfigError as err:
         print(f"invalid configuration: {one_line(err)}", file=sys.stderr)
         return 1
+    print(sweep.headline(cfg, len(cfg["specs"])), flush=True)
+    verdict = sweep.check(cfg)
+    if verdict.kind == "other":
+        print(one_line(verdict.message), file=sys.stderr)
+        return 1
+    if verdict.kind == "changed":
+        print(one_line(verdict.message), flush=True)
     repo = REPO
     workdir = os.getcwd()
-    cmd = snakemake_command(args.profile, args.preset, extra)
     params = executor_parameters(args, repo)
     if args.dry_run:
         print("controller command:", shlex.join(cmd))
@@ -155,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"submitted the sweep controller as {cluster} job {job.job_id}")
     print(f"  command:  {shlex.join(cmd)}")
     print(f"  its log:  {job.paths.stdout} (and {job.paths.stderr})")
-    print("  progress: python -m workflow.status" + (f" --config preset={args.preset}" if args.preset else ""))
+    print(f"  progress: python -m workflow.status --preset {sweep.preset_of(cfg)}")
     if cluster == "debug":
         job.result()
     return 0

@@ -24,7 +24,7 @@ from algos import registry
 from runs import runfolder
 from runs import run_layout
 
-STALE_DIR = "results/logs/stale"  # flags of pending runs whose files exist: why each retrained
+STALE_DIR = "results/logs/stale"  # the default sweep's flags of pending runs whose files exist (stale_dir)
 STALE_DIGEST = 12  # hex digits of a flag's name
 
 
@@ -47,6 +47,11 @@ def compiles_first(packs) -> set[str]:
     return set(first.values())
 
 
+def stale_dir(results_dir: str = run_layout.RESULTS_DIR) -> str:
+    """Where a sweep's flags of pending runs whose files exist go: why each retrained."""
+    return f"{results_dir}/logs/stale"
+
+
 def pending_reason(folder: str | os.PathLike, spec: dict, verify: bool = False) -> str | None:
     """Why the run folder needs training for `spec`, or None when it holds that run complete
     (a damaged table counts as incomplete: runs.runfolder.incomplete_reason)."""
@@ -59,8 +64,9 @@ def pending_reason(folder: str | os.PathLike, spec: dict, verify: bool = False) 
 
 def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
     """Every pack of the grid, each with its pending members."""
-    from workflow import adaptive
+    from workflow import adaptive, sweep
 
+    runs_root = sweep.runs_root(cfg)
     size = int(cfg["train"].get("pack_size", 1))
     seed_rounds = adaptive.rounds(cfg)  # one round (every seed) unless the sweep is adaptive
     packs = []
@@ -72,7 +78,7 @@ def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
                 for k in range(0, len(runs), size):
                     members = tuple(runs[k:k + size])
                     pending = tuple(r for r in members
-                                    if pending_reason(os.path.join(root, run_layout.RUNS_ROOT, r), cfg["specs"][r]))
+                                    if pending_reason(os.path.join(root, runs_root, r), cfg["specs"][r]))
                     packs.append(Pack(f"{prefix}_p{k // size}", members, pending,
                                       f"{task}/{'+'.join(registry.program_algos(algo))}"))
     return packs
@@ -80,28 +86,34 @@ def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
 
 def write_specs(cfg: dict, runs, root: str | os.PathLike = ".") -> None:
     """spec.json into each run folder named (rewritten only where it changed)."""
+    from workflow import sweep
+
     for run in runs:
-        runfolder.write_spec(os.path.join(root, run_layout.RUNS_ROOT, run), cfg["specs"][run])
+        runfolder.write_spec(os.path.join(root, sweep.runs_root(cfg), run), cfg["specs"][run])
 
 
 def stale_flags(cfg: dict, packs, root: str | os.PathLike = ".") -> dict[str, str]:
     """{run id: its flag} for every pending run of `packs` whose run.json exists."""
-    flags = {run: stale_flag(run, cfg["specs"][run], root) for pack in packs for run in pack.pending}
+    from workflow import sweep
+
+    folder = sweep.results_dir(cfg)
+    flags = {run: stale_flag(run, cfg["specs"][run], root, folder) for pack in packs for run in pack.pending}
     return {run: flag for run, flag in flags.items() if flag}
 
 
-def stale_flag(run: str, spec: dict, root: str | os.PathLike = ".") -> str | None:
+def stale_flag(run: str, spec: dict, root: str | os.PathLike = ".",
+               results_dir: str = run_layout.RESULTS_DIR) -> str | None:
     """For a pending run whose run.json exists: the flag file its pack's job waits for, named
     after the spec and run.json's bytes, so the flag of an earlier state of the folder (kept
     as the record of why it retrained) never stands for this one; None without run.json."""
-    run_json = os.path.join(root, run_layout.RUNS_ROOT, run, run_layout.RUN_JSON)
+    run_json = os.path.join(root, results_dir, "runs", run, run_layout.RUN_JSON)
     try:
         with open(run_json, "rb") as f:
             state = f.read()
     except FileNotFoundError:
         return None  # run.json is missing: Snakemake plans the job for it anyway
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode() + b"\0" + state).hexdigest()[:STALE_DIGEST]
-    return f"{STALE_DIR}/{run}.{digest}.txt"
+    return f"{stale_dir(results_dir)}/{run}.{digest}.txt"
 
 
 def verify_for_summary(folder: str | os.PathLike) -> None:

@@ -1,14 +1,17 @@
 """What Snakemake would run: the jobs of a dry run, by rule, with their outputs.
 
-    python -m workflow.plan [SNAKEMAKE ARGS...]
+    python -m workflow.plan [--preset NAME] [SNAKEMAKE ARGS...]
 
-runs `snakemake --dry-run` in the current folder and prints one line per planned job
-(rule, then its outputs) and the count per rule. Used to check which jobs a change
+runs `snakemake --dry-run` in the current folder and prints the sweep and results folder it
+plans (the Snakefile's first line, workflow.sweep), one line per planned job (rule, then its
+outputs) and the count per rule. `--preset NAME` is `--config preset=NAME`; the other
+arguments go to Snakemake as they are (targets, --configfile, --config, --workflow-profile). Used to check which jobs a change
 triggers (a threshold: only tiers and what reads them; a deleted run: that run and what
 depends on it) without running anything.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -54,18 +57,33 @@ def parse_jobs(log: str) -> list[PlannedJob]:
 def dry_run(workdir: str | Path, args: list[str] = (), snakefile: str | Path = REPO / "Snakefile",
             python: str = sys.executable, env: dict | None = None) -> list[PlannedJob]:
     """Planned jobs of `snakemake --dry-run ARGS` in `workdir`; raises on a Snakemake error."""
+    return parse_jobs(dry_run_log(workdir, args, snakefile, python, env))
+
+
+def dry_run_log(workdir: str | Path, args: list[str] = (), snakefile: str | Path = REPO / "Snakefile",
+                python: str = sys.executable, env: dict | None = None) -> str:
+    """The log of `snakemake --dry-run ARGS` in `workdir`, every job's files listed whole
+    (workflow.joblog); raises on a Snakemake error."""
+    from workflow.joblog import FULL_LISTING_ENV
+
     cmd = [python, "-m", "snakemake", "--snakefile", str(snakefile), "--dry-run", "--cores", "1", *args]
+    env = {**(os.environ if env is None else env), FULL_LISTING_ENV: "1"}
     proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return parse_jobs(proc.stdout + "\n" + proc.stderr)
+    return proc.stdout + "\n" + proc.stderr
+
+
+def sweep_line(log: str) -> str:
+    """The Snakefile's first line: which sweep, which results folder (workflow.sweep.headline)."""
+    return next((line.strip() for line in log.splitlines() if line.startswith("sweep ")), "")
 
 
 def failure_line(log: str) -> str:
     """The line of a failed Snakemake run that says why: our own configuration error when there
     is one, else Snakemake's first error line, else its last line."""
     lines = [line.strip() for line in log.splitlines() if line.strip()]
-    for marker in ("invalid configuration:", "Error"):
+    for marker in ("invalid configuration:", "holds runs of another sweep", "Error"):
         found = next((line for line in lines if marker in line and not line.startswith("File ")), None)
         if found is not None:
             return found
@@ -73,11 +91,31 @@ def failure_line(log: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    preset = None
+    if "--preset" in args:
+        i = args.index("--preset")
+        if i + 1 >= len(args) or args[i + 1].startswith("-"):
+            print("error: --preset needs a NAME (a preset of config/presets/)", file=sys.stderr)
+            return 2
+        preset = args[i + 1]
+        args = args[:i] + args[i + 2:]
+    from workflow.sweep import preset_args
+
     try:
-        jobs = dry_run(".", list(sys.argv[1:] if argv is None else argv))
+        log = dry_run_log(".", preset_args(args, preset))
     except RuntimeError as err:
-        print(f"error: snakemake --dry-run failed: {failure_line(str(err).split(chr(10), 1)[-1])}", file=sys.stderr)
+        message = str(err).split(chr(10), 1)[-1]
+        if sweep_line(message):
+            print(sweep_line(message))
+        print(f"error: snakemake --dry-run failed: {failure_line(message)}", file=sys.stderr)
         return 1
+    jobs = parse_jobs(log)
+    if sweep_line(log):
+        print(sweep_line(log))
     for job in jobs:
         print(job.rule, " ".join(job.outputs))
     counts = Counter(job.rule for job in jobs)

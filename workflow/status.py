@@ -1,10 +1,13 @@
 """Per-run state of the sweep: done, running, failed (with its log) or missing.
 
-    python -m workflow.status [--config KEY=VALUE ...] [--configfile FILE] [--dir DIR] [--json]
-                              [--only done,running,failed,missing] [--verify] [--outdated]
+    python -m workflow.status [--preset NAME] [--config KEY=VALUE ...] [--configfile FILE] [--dir DIR]
+                              [--json] [--only done,running,failed,stale,missing] [--verify] [--outdated]
 
 It reads the same configuration as the Snakefile (config/config.yaml, the preset and the
-overrides) and looks at each run's folder under DIR/results/runs/:
+overrides; `--preset NAME` is `--config preset=NAME`), prints which sweep and results folder
+that is (workflow.sweep: DIR/results/ for the default preset, DIR/results-NAME/ for the others),
+and looks at each run's folder under its runs/. A folder that holds another sweep's runs is
+named as such, with the fix, and nothing is listed (exit 1). Each run is
 - done: the run folder is a complete run of its spec (workflow.packs.pending_reason: every
   file present, of the size, rows and sha256 run.json recorded, and the config the spec
   asks for; `--verify` rehashes every table); trained by older code when any code version
@@ -15,6 +18,8 @@ overrides) and looks at each run's folder under DIR/results/runs/:
 - failed: the job marker names a job that has ended, but the run is not complete (the log's
   last line is shown, and what the rerun will do with the checkpoint, if any: resume from
   it, fall back to the previous generation, or refuse it and what to do);
+- stale: the folder holds a complete run of another config (its fields named): the sweep
+  retrains it;
 - missing: no job has started in this run folder (or the folder was deleted).
 Rerunning the sweep's command submits exactly the failed and missing runs.
 """
@@ -36,9 +41,10 @@ from runs import run_layout
 from metrics.cli import OneLineParser, one_line
 from runs.run_layout import CHECKPOINT_DIR, JOB_MARKER, RUN_FILES
 from runs import runlock
-from workflow.config_validation import DEFAULT_CONFIG, ConfigError, deep_merge, load_user_config, parse_overrides, resolve
+from workflow.config_validation import (DEFAULT_CONFIG, ConfigError, merged_user_config, parse_overrides, resolve,
+                                        user_layers)
 
-STATES = ("done", "running", "failed", "missing")
+STATES = ("done", "running", "failed", "stale", "missing")
 
 
 @dataclass(frozen=True)
@@ -114,8 +120,9 @@ def progress_detail(run_dir: Path) -> str:
 def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, cfg: dict | None = None,
                key: tuple | None = None, code: str | None = None, verify: bool = False) -> RunStatus:
     from workflow.packs import pending_reason
+    from workflow.sweep import runs_root
 
-    run_dir = workdir / run_layout.RUNS_ROOT / run
+    run_dir = workdir / (runs_root(cfg) if cfg is not None else run_layout.RUNS_ROOT) / run
     marker = runlock.read_marker(run_dir)
     log = _log_of(workdir, marker)  # its pack's log
     log_text = str(log) if log is not None and log.exists() else None
@@ -129,6 +136,8 @@ def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, 
     if marker is not None and marker_alive(marker, slurm_jobs, host):
         detail = "; ".join(x for x in [progress_detail(run_dir), runlock.describe(marker)] if x)
         return RunStatus(run, "running", log_text, detail)
+    if spec is not None and reason.startswith("trained with another config"):  # complete, of another config
+        return RunStatus(run, "stale", log_text, f"{reason}; the sweep retrains it")
     incomplete = f"incomplete: {reason}" if any((run_dir / f).exists() for f in RUN_FILES) else ""
     if marker is not None:
         failure = runfolder.read_json(run_dir / run_layout.FAILURE_RECORD)
@@ -187,13 +196,15 @@ def format_table(statuses: Iterable[RunStatus]) -> str:
         extra = "  ".join(x for x in [s.log if s.state in ("failed", "running") else None, s.detail] if x)
         lines.append(f"{s.run:<{width}}  {s.state:<8}  {extra}".rstrip())
     counts = {state: sum(s.state == state for s in statuses) for state in STATES}
-    lines.append(", ".join(f"{n} {state}" for state, n in counts.items()) + f" of {len(statuses)} runs")
+    lines.append(", ".join(f"{n} {state}" for state, n in counts.items() if n or state != "stale")
+                 + f" of {len(statuses)} runs")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--configfile", default=str(DEFAULT_CONFIG))
+    parser.add_argument("--preset", help="the sweep's preset (the same as --config preset=NAME)")
     parser.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
                         help="the same overrides as `snakemake --config`, e.g. preset=tiny")
     parser.add_argument("--dir", default=".", help="the sweep's working directory (default: .)")
@@ -205,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="print only the run.json paths of runs trained by other code (delete them to retrain)")
     args = parser.parse_args(argv)
     try:
-        user = load_user_config(args.configfile)
-        cfg = resolve(deep_merge(user, parse_overrides(args.config, "--config")))
+        overrides = ([f"preset={args.preset}"] if args.preset else []) + list(args.config)
+        layers = user_layers([args.configfile], parse_overrides(overrides, "--config"))  # errors name the file
+        cfg = resolve(merged_user_config(layers), layers=layers)
     except ConfigError as e:
         print(f"invalid configuration: {one_line(e)}", file=sys.stderr)
         return 1
@@ -219,10 +231,23 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"--only: unknown state(s) {sorted(unknown)}; choose from {list(STATES)}", file=sys.stderr)
         return 1
+    from workflow import sweep
+
+    say = (lambda line: print(line, file=sys.stderr)) if args.json or args.outdated else print
+    say(sweep.headline(cfg, len(run_keys(cfg, args.dir))))
+    verdict = sweep.check(cfg, args.dir)
+    if verdict.kind == "other":
+        print(one_line(verdict.message), file=sys.stderr)
+        return 1
+    if verdict.kind == "changed":
+        say(one_line(verdict.message))
+    elif verdict.kind == "new" and sweep.other_sweeps(cfg, args.dir):
+        say(f"{sweep.results_dir(cfg)}/ has no runs yet; other sweeps here: {', '.join(sweep.other_sweeps(cfg, args.dir))}"
+            " (--preset NAME lists one)")
     statuses = sweep_status(cfg, Path(args.dir), slurm_active_jobs(), args.verify)
     if args.outdated:
         for s in outdated(statuses):
-            print(Path(args.dir) / run_layout.RUNS_ROOT / s.run / run_layout.RUN_JSON)
+            print(Path(args.dir) / sweep.runs_root(cfg) / s.run / run_layout.RUN_JSON)
         return 0
     shown = [s for s in statuses if s.state in only]
     if args.json:

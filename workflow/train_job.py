@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from runs.run_layout import FAILURE_RECORD, RUNS_ROOT
+from runs.run_layout import FAILURE_RECORD
 from runs.train import record_failure
 from runs import runlock
 
@@ -45,10 +45,12 @@ def should_fail(run: str, patterns: str | None) -> bool:
 
 
 def run_of_spec(path: str) -> str:
-    """The run id of a spec file's folder (`.../results/runs/<run id>/spec.json`)."""
+    """The run id of a spec file's folder (`.../<results folder>/runs/<run id>/spec.json`)."""
     folder = os.path.dirname(os.path.abspath(path)).replace(os.sep, "/")
-    marker = "/" + RUNS_ROOT + "/"
-    return folder.split(marker, 1)[1] if marker in folder else folder
+    parts = folder.split("/")
+    if len(parts) > 5 and parts[-5] == "runs" and parts[-3].startswith("d") and parts[-1].startswith("seed"):
+        return "/".join(parts[-4:])
+    return folder
 
 
 def slurm_end_time(job_id: str) -> float | None:

@@ -9,10 +9,10 @@ if adaptive.enabled(CFG):
         input:
             summaries=lambda wildcards: [run_path(run_layout.SUMMARY, **r)
                                          for r in run_ids_of(decided_seeds(int(wildcards.round) - 1))],
-            previous=lambda wildcards: [adaptive.decision_path(int(wildcards.round) - 1)]
+            previous=lambda wildcards: [adaptive.decision_path(int(wildcards.round) - 1, RESULTS_DIR)]
             if int(wildcards.round) > 1 else [],
         output:
-            adaptive.DECISIONS_DIR + "/round{round}.json",
+            adaptive.decisions_dir(RESULTS_DIR) + "/round{round}.json",
         wildcard_constraints:
             round="[1-9][0-9]*",
         log:
@@ -24,12 +24,12 @@ if adaptive.enabled(CFG):
     rule seed_table:
         """Per algorithm: how many seeds it got and why no more (the report shows it)."""
         input:
-            decision=[adaptive.decision_path(LAST_ROUND)] if LAST_ROUND > 0 else [],
+            decision=[adaptive.decision_path(LAST_ROUND, RESULTS_DIR)] if LAST_ROUND > 0 else [],
             tiers=TIER_FILES["tiers"],
         output:
-            adaptive.SEED_TABLE,
+            adaptive.seed_table_path(RESULTS_DIR),
         run:
             adaptive.write_seed_table(CFG, input.decision[0] if input.decision else None, input.tiers, output[0])
 
     workflow.localrules("seed_round", "seed_table")
-    PRODUCT_TARGETS.append(adaptive.SEED_TABLE)
+    PRODUCT_TARGETS.append(adaptive.seed_table_path(RESULTS_DIR))

@@ -3,7 +3,9 @@
 # Names other rule files may use:
 #   CFG                  the validated config (workflow/config_validation.py), seeds as a list
 #   TASKS, BOUNDS, ALGOS, SEEDS   the grid; BOUNDS are the path labels ("25", "12.5")
-#   RUN_DIR              "results/runs/{task}/d{bound}/{algo}/seed{seed}"
+#   RESULTS_DIR          the sweep's own folder (workflow.sweep): "results" for the default
+#                        preset, "results-<preset>" for the others, or config `results_dir`
+#   RUNS_ROOT, RUN_DIR   RESULTS_DIR + "/runs", RUNS_ROOT + "/{task}/d{bound}/{algo}/seed{seed}"
 #   RUN_IDS              every run's wildcards as dicts (task, bound, algo, seed); in an
 #                        adaptive sweep every run it may train (selected_run_ids(): those chosen)
 #   METRICS_DIR, TABLES_DIR, FIGURES_DIR, LOGS_DIR
@@ -24,14 +26,16 @@ from runs import run_layout
 from runs.run_layout import RUN_FILES, bound_label
 from metrics.aggregate import META_FILE, OUTPUT_FILES
 from metrics.tiers import TIER_FILES as _TIER_FILE_NAMES
-from workflow import adaptive, packs
-from workflow.config_validation import ConfigError, check_config_files, resolve
+from metrics.thresholds import thresholds_notice
+from workflow import adaptive, joblog, packs, sweep
+from workflow.config_validation import ConfigError, resolve_snakemake
 
-try:
-    check_config_files(workflow.configfiles)
-    CFG = resolve(config)
+try:  # each config file read again strictly; an error names the file or option that set the key
+    CFG = resolve_snakemake(config, workflow)
 except ConfigError as e:
     raise WorkflowError(f"invalid configuration: {e}") from None
+if (_notice := thresholds_notice(CFG["thresholds"], "the config's thresholds")):
+    print(_notice, file=sys.stderr)  # the sweep's tiers are not Table 1's: say so first
 
 
 TASKS = CFG["tasks"]
@@ -39,12 +43,30 @@ BOUNDS = [bound_label(b) for b in CFG["bounds"]]
 ALGOS = CFG["algos"]
 SEEDS = CFG["seeds"]
 
-RUN_DIR = run_layout.RUN_DIR
-METRICS_DIR = "results/metrics"
-TABLES_DIR = "results/tables"
-FIGURES_DIR = "results/figures"
-LOGS_DIR = "results/logs"
-REPORT = "results/report.html"
+# The sweep's own folder; the first line this Snakefile logs names it. A folder that holds
+# another sweep's runs is refused before planning (workflow.sweep.check: a dry run says so too);
+# sweep.json, which records the sweep in its folder, is written when a real run starts (onstart
+# in the Snakefile), never while planning. Jobs that re-read the workflow (cluster jobs) skip both.
+RESULTS_DIR = sweep.results_dir(CFG)
+RUNS_ROOT = sweep.runs_root(CFG)
+RUN_DIR = RUNS_ROOT + "/{task}/d{bound}/{algo}/seed{seed}"
+METRICS_DIR = f"{RESULTS_DIR}/metrics"
+TABLES_DIR = f"{RESULTS_DIR}/tables"
+FIGURES_DIR = f"{RESULTS_DIR}/figures"
+LOGS_DIR = f"{RESULTS_DIR}/logs"
+REPORT = f"{RESULTS_DIR}/report.html"
+
+if workflow.is_main_process:
+    _verdict = sweep.check(CFG)
+    logger.info(sweep.headline(CFG, len(CFG["specs"])))
+    if _verdict.kind == "other":
+        raise WorkflowError(_verdict.message)
+    if _verdict.kind == "changed":
+        logger.warning(_verdict.message)
+    elif _verdict.kind == "new" and sweep.other_sweeps(CFG):
+        logger.info(f"{RESULTS_DIR}/ is new: this sweep starts from scratch; other sweeps here: "
+                    f"{', '.join(sweep.other_sweeps(CFG))} (--config preset=NAME acts on one)")
+    joblog.shorten_job_listing()
 
 # File names come from the metrics package that writes them (never restated here).
 AGGREGATE_FILES = {name: f"{METRICS_DIR}/{filename}" for name, filename in OUTPUT_FILES.items()}

@@ -16,10 +16,10 @@ for _pack in PACKS:
     rule:
         name: _name
         input:
-            episodes=[f"{run_layout.RUNS_ROOT}/{run}/{run_layout.EPISODES}" for run in _pack.runs],
-            runs=[f"{run_layout.RUNS_ROOT}/{run}/{run_layout.RUN_JSON}" for run in _pack.runs],
+            episodes=[f"{RUNS_ROOT}/{run}/{run_layout.EPISODES}" for run in _pack.runs],
+            runs=[f"{RUNS_ROOT}/{run}/{run_layout.RUN_JSON}" for run in _pack.runs],
         output:
-            [f"{run_layout.RUNS_ROOT}/{run}/{run_layout.SUMMARY}" for run in _pack.runs],
+            [f"{RUNS_ROOT}/{run}/{run_layout.SUMMARY}" for run in _pack.runs],
         log:
             f"{LOGS_DIR}/summarise/{_pack.name}.log",
         run:

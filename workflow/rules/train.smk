@@ -6,7 +6,7 @@
 # the next invocation resumes from there. `train_attempt` tells the job which attempt it is,
 # so a retry after a deterministic failure stops at once (workflow.train_job).
 #
-# Planning writes nothing (a dry run leaves results/ as it was). A pending run whose run.json
+# Planning writes nothing (a dry run leaves the results folder as it was). A pending run whose run.json
 # exists (trained for another spec, or damaged) would look up to date to Snakemake, so the
 # targets that ask for every run (all, runs, metrics) also ask for its flag (STALE_FLAGS), a
 # file named after the folder's state that does not exist yet, and its pack's job takes the
@@ -31,10 +31,10 @@ for _pack in PACKS:
         input:
             [STALE_FLAGS[run] for run in _pack.pending if run in STALE_FLAGS],
         output:
-            [f"{run_layout.RUNS_ROOT}/{run}/{f}" for run in _pack.pending for f in RUN_FILES],
+            [f"{RUNS_ROOT}/{run}/{f}" for run in _pack.pending for f in RUN_FILES],
         params:
             runs=list(_pack.pending),
-            specs=" ".join(f"{run_layout.RUNS_ROOT}/{run}/{run_layout.SPEC}" for run in _pack.pending),
+            specs=" ".join(f"{RUNS_ROOT}/{run}/{run_layout.SPEC}" for run in _pack.pending),
             pack_runs=len(_pack.runs),  # the whole pack: a batched program's size (algos.programs)
         log:
             f"{LOGS_DIR}/train/{_pack.name}.log",
@@ -53,7 +53,7 @@ for _pack in PACKS:
 rule stale_run:
     """The flag of a pending run whose run.json exists: why it retrains (its pack's job waits for it)."""
     output:
-        packs.STALE_DIR + "/{task}/d{bound}/{algo}/seed{seed}.{digest}.txt",
+        packs.stale_dir(RESULTS_DIR) + "/{task}/d{bound}/{algo}/seed{seed}.{digest}.txt",
     wildcard_constraints:
         digest=f"[0-9a-f]{{{packs.STALE_DIGEST}}}",
     localrule: True
@@ -61,7 +61,7 @@ rule stale_run:
         from metrics.atomic import write_text
 
         run = run_layout.run_id(wildcards.task, wildcards.bound, wildcards.algo, wildcards.seed)
-        reason = packs.pending_reason(f"{run_layout.RUNS_ROOT}/{run}", CFG["specs"][run])
+        reason = packs.pending_reason(f"{RUNS_ROOT}/{run}", CFG["specs"][run])
         write_text(output[0], f"{run}: {reason or 'complete now'}\n")
 
 
