@@ -13,7 +13,9 @@ metrics.thresholds, as the engine checks a thresholds file), seeds in the traine
 option as the trainer itself would check it (`run_specs`: every run's spec is built by
 algos.config, so a value the trainer would refuse -
 `train.num_envs` not dividing the batch, an unknown or identity `train.set` key - is refused
-here, before any job starts). Every error names the key.
+here, before any job starts). Every error names the key, and the file that set it
+(config/config.yaml, a preset file, a --configfile, --config) where the caller says which
+files it merged (`resolve(..., layers=...)`; the Snakefile does, through `resolve_snakemake`).
 
     python -m workflow.config_validation [CONFIG.yaml] [--set key=value ...]
 
@@ -43,7 +45,12 @@ DEFAULT_CONFIG = REPO / "config" / "config.yaml"
 
 
 class ConfigError(ValueError):
-    """A configuration value is invalid; the message names the key and the value."""
+    """A configuration value is invalid; the message names the key and the value, and `key`
+    (a tuple of keys and list indices, when known) lets `resolve` name the file that set it."""
+
+    def __init__(self, message, key: tuple | None = None):
+        super().__init__(message)
+        self.key = key
 
 
 def available_presets(presets_dir: Path = PRESETS_DIR) -> list[str]:
@@ -89,6 +96,8 @@ def _schema_error_message(error: jsonschema.ValidationError) -> str:
         extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
         where = "top level" if key == "<top level>" else f"'{key}'"
         return f"config {where}: unknown key(s) {extra}; allowed: {allowed}"
+    if error.validator == "type" and isinstance(error.instance, str) and _number(error.instance) is not None:
+        return f"config key '{key}': {error.instance!r} is text, not a number; write it without quotes"
     if error.validator == "enum":
         return f"config key '{key}': {error.instance!r} is not one of {error.validator_value}"
     if error.validator == "minItems" and error.validator_value == 1:
@@ -96,6 +105,8 @@ def _schema_error_message(error: jsonschema.ValidationError) -> str:
     if error.validator == "oneOf":
         form = error.schema.get("description", "one of the allowed forms")
         return f"config key '{key}': {error.instance!r} is not valid; expected {form}"
+    if error.validator == "pattern" and "expected" in error.schema:
+        return f"config key '{key}': {error.instance!r} is not valid; expected {error.schema['expected']}"
     if error.validator == "exclusiveMinimum":
         return f"config key '{key}': {error.instance!r} must be > {error.validator_value}"
     return f"config key '{key}': {error.message}"
@@ -147,14 +158,15 @@ def check_thresholds(thresholds) -> dict:
 def check_grid_values(cfg: Mapping) -> None:
     """Bounds that make a path label the trainer reads back exactly; seeds the trainer accepts."""
     from algos.config import SEED_LIMIT
-    from runs.run_layout import WILDCARD_PATTERNS, bound_label
+    from runs.run_layout import bound_label
 
     for i, bound in enumerate(cfg["bounds"]):
         if not math.isfinite(bound):
             raise ConfigError(f"config key 'bounds[{i}]': {bound!r} must be finite")
-        label = bound_label(bound)
-        if not re.fullmatch(WILDCARD_PATTERNS["bound"], label) or float(label) != float(bound):
-            raise ConfigError(f"config key 'bounds[{i}]': {bound!r} has no exact path label (got {label!r})")
+        try:  # the folder label's one rule (length, exact round trip), checked here, before any job
+            bound_label(bound)
+        except ValueError as err:
+            raise ConfigError(f"config key 'bounds[{i}]': {err}") from None
     seeds = cfg["seeds"]
     if isinstance(seeds, int) and seeds > SEED_LIMIT:
         raise ConfigError(f"config key 'seeds': {seeds} seeds would go past the trainer's largest seed "
@@ -244,7 +256,11 @@ def validate(cfg: Mapping) -> dict:
     validator = _Validator(schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        raise ConfigError(_schema_error_message(errors[0]))
+        key = tuple(errors[0].absolute_path)
+        if errors[0].validator == "additionalProperties" and isinstance(errors[0].instance, dict):
+            allowed = errors[0].schema.get("properties", {})
+            key += tuple(sorted(k for k in errors[0].instance if k not in allowed))[:1]
+        raise ConfigError(_schema_error_message(errors[0]), key)
     check_grid_values(cfg)
     out = copy.deepcopy(dict(cfg))
     out["thresholds"] = check_thresholds(cfg["thresholds"])
@@ -260,10 +276,62 @@ def validate(cfg: Mapping) -> dict:
 # What the engine defines and the sweep uses as it is unless a config says otherwise: the tier
 # thresholds are the paper's Table 1 as metrics.thresholds holds them (not restated in a file).
 ENGINE_DEFAULTS = {"thresholds": PAPER_THRESHOLDS}
+ENGINE_SOURCE = "metrics.thresholds.PAPER_THRESHOLDS"
+
+
+def _shown_path(path) -> str:
+    """A config file as an error names it: relative to the repository when inside it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def _sets(layer: Mapping, key: tuple) -> bool:
+    """Whether a layer sets `key` (a list or value replaces everything below it; a key of
+    train.set may hold dots, `env.walls`)."""
+    node = layer
+    for i, part in enumerate(key):
+        if not isinstance(node, Mapping):
+            return True
+        if ".".join(map(str, key[i:])) in node:
+            return True
+        if part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _key_of(err: ConfigError) -> tuple | None:
+    """The key an error is about: its own, else the one its message names (`config key 'a.b[0]'`)."""
+    if err.key is not None:
+        return err.key
+    found = re.search(r"config key '([^']*)'", str(err))
+    if not found:
+        return None
+    return tuple(int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", found.group(1)))
+
+
+def _with_source(err: ConfigError, layers: list) -> ConfigError:
+    """The error with the file (or option) that set its key in front: the last layer setting it."""
+    key = _key_of(err)
+    source = next((name for name, layer in reversed(layers) if name and _sets(layer, key)), None) \
+        if key is not None else None
+    return ConfigError(f"{source}: {err}", err.key) if source else err
 
 
 def load_preset(name: str, presets_dir: Path = PRESETS_DIR, base_file: Path = BASE_CONFIG) -> dict:
     """A preset merged onto what it extends: `extends: NAME` (another preset), else the base config."""
+    merged = {}
+    for _, layer in preset_layers(name, presets_dir, base_file):
+        merged = deep_merge(merged, layer)
+    return merged
+
+
+def preset_layers(name: str, presets_dir: Path = PRESETS_DIR, base_file: Path = BASE_CONFIG) -> list:
+    """(source, mapping) in merge order: the engine's defaults, the base config, then the preset
+    chain from the one furthest down `extends` to `name`."""
     presets = available_presets(presets_dir)
     layers, key = [], "preset"
     while name is not None:
@@ -275,10 +343,9 @@ def load_preset(name: str, presets_dir: Path = PRESETS_DIR, base_file: Path = BA
         layer = _load_mapping(presets_dir / f"{name}.yaml")
         layers.append((name, layer))
         name, key = layer.get("extends"), f"extends' in '{name}.yaml"
-    merged = deep_merge(ENGINE_DEFAULTS, _load_mapping(base_file))
-    for _, layer in reversed(layers):
-        merged = deep_merge(merged, {k: v for k, v in layer.items() if k != "extends"})
-    return merged
+    return ([(ENGINE_SOURCE, ENGINE_DEFAULTS), (_shown_path(base_file), _load_mapping(base_file))]
+            + [(_shown_path(presets_dir / f"{n}.yaml"), {k: v for k, v in layer.items() if k != "extends"})
+               for n, layer in reversed(layers)])
 
 
 def _load_mapping(path: Path) -> dict:
@@ -314,13 +381,73 @@ def fill_from_trainer(cfg: Mapping) -> dict:
     return {**cfg, "train": filled}
 
 
-def resolve(user_cfg: Mapping, presets_dir: Path = PRESETS_DIR, base_file: Path = BASE_CONFIG) -> dict:
-    """Merge `user_cfg` onto the preset it names and validate the result."""
-    name = user_cfg.get("preset", "default")
-    preset = load_preset(name, presets_dir, base_file)
-    overrides = {k: v for k, v in user_cfg.items() if k != "preset"}
-    merged = _in_schema_order(deep_merge(preset, overrides), _load_yaml(SCHEMA_FILE))
-    return validate({**fill_from_trainer(merged), "preset": name})
+def resolve(user_cfg: Mapping, presets_dir: Path = PRESETS_DIR, base_file: Path = BASE_CONFIG,
+            layers: list | None = None) -> dict:
+    """Merge `user_cfg` onto the preset it names and validate the result. `layers`: the user's
+    (source, mapping) in merge order (`user_layers`), whose sources an error then names."""
+    layers = list(layers or [])
+    try:
+        name = user_cfg.get("preset", "default")
+        below = preset_layers(name, presets_dir, base_file)
+        layers = below + layers
+        preset = merged_user_config(below)
+        overrides = {k: v for k, v in user_cfg.items() if k != "preset"}
+        merged = _in_schema_order(deep_merge(preset, overrides), _load_yaml(SCHEMA_FILE))
+        return validate({**fill_from_trainer(merged), "preset": name})
+    except ConfigError as err:
+        raise _with_source(err, layers) from None
+
+
+def _number(text: str):
+    """The number a text reads as by Snakemake's --config parser (int, else float), else None."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:  # also an int past Python's digit limit
+            pass
+    return None
+
+
+def _typed(value, top: bool = True):
+    """Snakemake's --config value with the numbers inside lists and mappings as numbers (its parser
+    types a top-level value but leaves `bounds=[15,25]` as ['15', '25'])."""
+    if isinstance(value, Mapping):
+        return {k: _typed(v, False) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v, False) for v in value]
+    if isinstance(value, str) and not top:
+        number = _number(value)
+        return value if number is None else number
+    return value
+
+
+def user_layers(paths, overrides: Mapping | None = None, flag: str = "--config") -> list:
+    """(source, mapping) of each config file in merge order, then the command line's overrides."""
+    layers = [(_shown_path(p), load_user_config(p)) for p in paths]
+    return layers + ([(flag, dict(overrides))] if overrides else [])
+
+
+def merged_user_config(layers: list) -> dict:
+    """The layers' mappings merged in order."""
+    user = {}
+    for _, layer in layers:
+        user = deep_merge(user, layer)
+    return user
+
+
+def resolve_snakemake(config: Mapping, workflow) -> dict:
+    """`resolve` of the config Snakemake merged, for the Snakefile: each config file read again
+    strictly (a key written twice is an error; Snakemake keeps the last), --config's numbers in
+    lists and mappings as numbers, and every error naming the file or option that set the key.
+    Snakemake's order: the Snakefile's configfile (config/config.yaml), each --configfile, --config."""
+    settings = workflow.config_settings
+    cli_files = [Path(p).resolve() for p in settings.configfiles]
+    own = [] if getattr(settings, "replace_workflow_config", False) else \
+        [p for p in workflow.configfiles if Path(p).resolve() not in cli_files]
+    overrides = _typed(dict(settings.config)) if settings.config else {}
+    layers = user_layers([*own, *cli_files], overrides, "--config")
+    # Snakemake applied --config last; applying its typed values again gives the same config, typed
+    return resolve(deep_merge(config, overrides), layers=layers)
 
 
 def parse_overrides(items: list[str], flag: str = "--set") -> dict:
@@ -358,8 +485,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="override a key (dots for nesting), e.g. --set preset=tiny")
     args = parser.parse_args(argv)
     try:
-        user = load_user_config(args.config)
-        resolved = resolve(deep_merge(user, parse_overrides(args.set)))
+        layers = user_layers([args.config], parse_overrides(args.set), "--set")
+        resolved = resolve(merged_user_config(layers), layers=layers)
     except ConfigError as e:
         print(f"invalid configuration: {one_line(e)}", file=sys.stderr)
         return 1
