@@ -1,7 +1,10 @@
-"""YAML reading that refuses a mapping with a repeated key (PyYAML keeps the last value
-silently, so a config or thresholds file with a key written twice would lose one of them),
-and reading of small text files a user names (a config or thresholds file) that ends in one
-line naming the file, never a traceback or a hang."""
+"""The one YAML reader of the project (configs, presets, thresholds, references, the schema):
+it refuses a mapping with a repeated key (PyYAML keeps the last value silently, so a config or
+thresholds file with a key written twice would lose one of them) and aliases that expand past
+MAX_NODES values (an alias bomb: a few hundred bytes that any later walk, a repr or a deepcopy,
+turns into billions of values), checked on the parsed node graph before anything is built; and
+reading of small text files a user names (a config or thresholds file) that ends in one line
+naming the file, never a traceback or a hang."""
 from __future__ import annotations
 
 import os
@@ -10,10 +13,17 @@ import stat
 import yaml
 
 MAX_BYTES = 1 << 20  # a config or thresholds file is a few hundred bytes; past this it is the wrong file
+# Values a document may hold once its aliases are expanded: a config of the paper's size holds
+# a few hundred; past this it is an alias bomb (or the wrong file).
+MAX_NODES = 100_000
 
 
 class DuplicateKeyError(yaml.YAMLError):
     """A mapping names one key twice; the message gives the key and both lines."""
+
+
+class AliasError(yaml.YAMLError):
+    """Aliases expand past MAX_NODES values, or an alias refers to the value it is in."""
 
 
 class FileError(ValueError):
@@ -42,9 +52,51 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
+def _check_expansion(root: yaml.Node) -> None:
+    """AliasError when the document, aliases expanded, holds more than MAX_NODES values or
+    refers to itself. Each distinct node is counted once (an alias is the same node object),
+    so this costs the size of the text, not of the expansion."""
+    size: dict = {}  # id(node) -> values below it, expanded; None while it is being counted
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            if isinstance(node, yaml.MappingNode):
+                kids = [n for pair in node.value for n in pair]
+            else:
+                kids = node.value
+            size[key] = 1 + sum(size[id(k)] for k in kids)
+            if size[key] > MAX_NODES:
+                raise AliasError(f"aliases expand to more than {MAX_NODES:,} values (an alias bomb?) at line "
+                                 f"{node.start_mark.line + 1}")
+            continue
+        if key in size:
+            if size[key] is None:
+                raise AliasError(f"an alias refers to the value it is in (line {node.start_mark.line + 1})")
+            continue
+        if isinstance(node, yaml.ScalarNode):
+            size[key] = 1
+            continue
+        size[key] = None
+        stack.append((node, True))
+        kids = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else node.value
+        stack.extend((k, False) for k in kids if id(k) not in size or size[id(k)] is None)
+    return None
+
+
 def load(stream):
-    """yaml.safe_load, but a repeated key in any mapping raises DuplicateKeyError."""
-    return yaml.load(stream, Loader=_StrictLoader)
+    """yaml.safe_load, but a repeated key in any mapping raises DuplicateKeyError and aliases
+    that expand past MAX_NODES values (or into themselves) raise AliasError, before any value is built."""
+    loader = _StrictLoader(stream)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def read_text(path) -> str:
