@@ -19,7 +19,7 @@ from . import grid
 from .atomic import staged_directory
 from .bootstrap import draw_counts, group_rng, iqm, percentile_ci, stratified_draws, stratum_means
 from .dnorm_plus import check_definition, over_violating_seeds, training_over_violating_iterates
-from .safe_text import csv_safe
+from .safe_text import csv_safe, read_csv
 from .schema import FINAL_PHASES, METRICS, RUN_KEYS, EpisodeTableError, MetricsWarning
 from .summary import Summary, check_finite, sort_frame
 
@@ -274,7 +274,7 @@ def read_aggregate(folder) -> Aggregate:
     try:
         for name, filename in OUTPUT_FILES.items():
             path = os.path.join(folder, filename)
-            frames[name] = pd.read_csv(path) if filename.endswith(".csv") else pd.read_parquet(path)
+            frames[name] = read_csv(path) if filename.endswith(".csv") else pd.read_parquet(path)
         path = os.path.join(folder, META_FILE)
         with open(path) as fh:
             meta = json.load(fh)

@@ -280,6 +280,15 @@ def _strings(col: pa.ChunkedArray, name, path):
     return unique.astype(object), inverse.astype(np.int32)[codes]
 
 
+def _check_names(values, codes, name, path) -> None:
+    """Refuse an empty (or all-blank) task or algorithm name: it would be an empty first cell in
+    every output, one that reads as a missing value. Any other name is kept exactly."""
+    blank = [i for i, v in enumerate(values) if not str(v).strip()]
+    if blank:
+        _fail(path, f"column {name} has an empty name {str(values[blank[0]])!r}; name every {name}",
+              np.flatnonzero(np.isin(codes, blank)))
+
+
 def _constant(value, n, dtype):
     """A read-only array of n copies of value that takes no memory."""
     return np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
@@ -359,6 +368,7 @@ def _validate_file(path, table: pa.Table, constants: dict) -> dict:
             out[name] = np.array([constants[name]], dtype=object), _constant(0, n, np.int32)
         else:
             out[name] = _strings(table[name], name, path)
+        _check_names(*out[name], name, path)
     for name in INTEGER_COLUMNS:
         out[name] = _constant(constants[name], n, np.int64) if name in constants else _integers(table[name], name, path)
     for name in FLOAT_COLUMNS:

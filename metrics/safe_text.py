@@ -1,5 +1,6 @@
 """Names (task, algo, ...) as given by a user's episode tables, made safe for the formats the
-engine writes them into (docs/metrics.md, "Names in CSV and Markdown outputs").
+engine writes them into (docs/metrics.md, "Names in CSV and Markdown outputs"), and read back
+from CSV exactly as written (`read_csv`).
 
 - CSV: a cell starting with =, +, -, @, a tab or a carriage return is a formula to a
   spreadsheet; the usual rule (OWASP's "CSV injection") prefixes it with a single quote. Only
@@ -14,6 +15,12 @@ import re
 import pandas as pd
 
 NAME_COLUMNS = ("task", "algo", "phase", "metric")
+# Text columns of the CSV files the project reads: the names above, the estimator, a file
+# name, and SafeRLEval's task column. Never a number, so never a missing value either.
+TEXT_COLUMNS = NAME_COLUMNS + ("estimator", "source", "env")
+# pandas' default missing-value markers (pandas._libs.parsers.STR_NA_VALUES), for the other columns
+_NA_MARKERS = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+               "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"]
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # what can start markup inside a table cell: a bar ends the cell, < starts raw HTML, & an entity;
 # _ only at a word's edge (inside a word, as in ppo_lag, it is never emphasis)
@@ -37,6 +44,17 @@ def csv_safe(df: pd.DataFrame, columns=NAME_COLUMNS) -> pd.DataFrame:
     for c in risky:
         out[c] = out[c].map(csv_cell)
     return out
+
+
+def read_csv(path, text_columns=TEXT_COLUMNS) -> pd.DataFrame:
+    """pd.read_csv, but the text columns are read as text, kept exactly: by default pandas reads
+    an algorithm named NA, None, null, nan or N/A (or an empty cell) as missing, and the rows
+    of that algorithm then drop out of every group-by without a word. Numeric columns keep
+    pandas' missing-value markers (an empty CI bound is NaN)."""
+    header = pd.read_csv(path, nrows=0).columns
+    text = [c for c in header if c in text_columns]
+    return pd.read_csv(path, dtype=dict.fromkeys(text, str), keep_default_na=False,
+                       na_values={c: _NA_MARKERS for c in header if c not in text})
 
 
 def markdown_cell(value) -> str:

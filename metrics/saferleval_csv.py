@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .safe_text import read_csv
 from .schema import EpisodeTableError
 
 SUFFIX = "_summary.csv"
@@ -56,7 +57,7 @@ def _costs(path, i, column, text) -> list[float]:
 def read_file(path) -> tuple[pd.DataFrame, list[str]]:
     """(episode rows, notes on what the file lacks) of one summary file."""
     try:
-        table = pd.read_csv(path)
+        table = read_csv(path)  # env and algo as text: an algorithm named NA stays one
     except (OSError, ValueError) as err:
         raise EpisodeTableError(f"{path}: cannot be read as CSV ({str(err).splitlines()[0]})") from None
     missing = [c for c in KEYS if c not in table.columns]
@@ -65,6 +66,9 @@ def read_file(path) -> tuple[pd.DataFrame, list[str]]:
     blocks, notes = [], []
     for i, row in table.iterrows():
         run = {ours: row[theirs] for theirs, ours in KEYS.items()}
+        for theirs in ("env", "algo"):
+            if not run[KEYS[theirs]].strip():
+                raise EpisodeTableError(f"{path}: row {i}, column {theirs}: empty name {run[KEYS[theirs]]!r}")
         for phase, (costs_col, reward_col) in PHASES.items():
             costs = _costs(path, i, costs_col, row.get(costs_col))
             if not costs:

@@ -191,7 +191,9 @@ def _run_keys_of_file(path):
             table = pacsv.read_csv(
                 path,
                 parse_options=pacsv.ParseOptions(delimiter=delimiter),
-                convert_options=pacsv.ConvertOptions(include_columns=list(RUN_KEYS)),
+                # names as text (pyarrow would read a column of NA as nulls), as the full loader reads them
+                convert_options=pacsv.ConvertOptions(include_columns=list(RUN_KEYS),
+                                                     column_types={"task": pa.string(), "algo": pa.string()}),
             )
         unique = table.group_by(list(RUN_KEYS)).aggregate([]).to_pydict()
         return {

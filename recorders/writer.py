@@ -67,9 +67,9 @@ class RecorderWarning(UserWarning):
 
 
 def _check_identity(task, bound, algo, seed):
-    if not isinstance(task, str) or not task:
+    if not isinstance(task, str) or not task.strip():  # the engine refuses a blank name too
         raise RecorderError(f"task must be a non-empty string, got {task!r}")
-    if not isinstance(algo, str) or not algo:
+    if not isinstance(algo, str) or not algo.strip():  # the engine refuses a blank name too
         raise RecorderError(f"algo must be a non-empty string, got {algo!r}")
     if isinstance(bound, bool) or not isinstance(bound, (int, float, np.integer, np.floating)) \
             or not (math.isfinite(bound) and bound > 0):

@@ -16,10 +16,10 @@ import os
 from pathlib import Path
 from typing import Iterable, Mapping
 
-import pandas as pd
 import yaml
 
 from metrics.atomic import write_text
+from metrics.safe_text import read_csv
 
 STYLE = """
 body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }
@@ -32,7 +32,7 @@ MAX_TABLE_ROWS = 200
 
 
 def _csv_html(path: str | os.PathLike) -> str:
-    df = pd.read_csv(path)
+    df = read_csv(path)  # names as text: an algorithm named NA stays one
     note = ""
     if len(df) > MAX_TABLE_ROWS:
         note = f"<p>first {MAX_TABLE_ROWS} of {len(df)} rows; the full table is {html.escape(str(path))}</p>"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from metrics.safe_text import read_csv
 from metrics.schema import RUN_KEYS
 
 RUN_KEYS = list(RUN_KEYS)
@@ -52,7 +53,7 @@ def iqm_table(builder, inputs, out, settings):
     from . import setup_tables
 
     grid = setup_tables.grid_note(setup_tables.read_run_configs(inputs["runs"])) if inputs.get("runs") else None
-    return save(builder(pd.read_csv(inputs["iqm"]), pd.read_csv(inputs["tiers"]), baseline=settings["baseline"],
+    return save(builder(read_csv(inputs["iqm"]), read_csv(inputs["tiers"]), baseline=settings["baseline"],
                         decimals=settings["decimals"], bold=settings["bold"], grid=grid), out)
 
 

@@ -60,10 +60,11 @@ def write_sweep(root, episodes: pd.DataFrame, traces: pd.DataFrame) -> list[dict
     import os
 
     from metrics.summary import summarise, write_summary
+    from runs.run_layout import run_id
 
     runs = []
     for (task, bound, algo, seed), group in episodes.groupby(["task", "bound", "algo", "seed"], sort=True):
-        folder = os.path.join(str(root), task, f"d{bound:g}", algo, f"seed{seed}")
+        folder = os.path.join(str(root), run_id(task, float(bound), algo, seed))  # the run folders' one label rule
         os.makedirs(folder, exist_ok=True)
         group.to_parquet(os.path.join(folder, "episodes.parquet"), index=False)
         trace = traces[(traces["task"] == task) & (traces["bound"] == bound) & (traces["algo"] == algo)

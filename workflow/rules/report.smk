@@ -22,10 +22,11 @@ rule report:
         import pandas as pd
 
         from metrics.findings import findings
+        from metrics.safe_text import read_csv
         from metrics.thresholds import load_thresholds
         from workflow.report import write_report
 
-        found = findings(pd.read_csv(input.tiers), pd.read_parquet(input.run_metrics), pd.read_csv(input.iqm),
+        found = findings(read_csv(input.tiers), pd.read_parquet(input.run_metrics), read_csv(input.iqm),
                          load_thresholds(input.thresholds), unconstrained=[params.baseline],
                          reps=params.config["bootstrap"]["reps"], seed=params.config["bootstrap"]["seed"])
         write_report(output[0], config=params.config, iqm=input.iqm, tiers=input.tiers,

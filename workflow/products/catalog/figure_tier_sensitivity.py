@@ -36,15 +36,15 @@ def check(settings):
 def build(inputs, outputs, settings, wildcards):
     """Returns (shares, sweep) as drawn. The shares are tiers.csv's; the sweep moves each
     threshold with the metrics engine's `tier_of` (thresholds validated once, when read)."""
-    import pandas as pd
     from metrics import load_thresholds
+    from metrics.safe_text import read_csv
 
     from workflow.products import fig_sensitivity
 
     thresholds = load_thresholds(inputs["thresholds"])
     sens = settings["sensitivity"]
-    shares = pd.read_csv(inputs["tiers"])
-    sweep = fig_sensitivity.tier_sweep(pd.read_csv(inputs["iqm"]), thresholds, sens["ranges"], sens["points"])
+    shares = read_csv(inputs["tiers"])
+    sweep = fig_sensitivity.tier_sweep(read_csv(inputs["iqm"]), thresholds, sens["ranges"], sens["points"])
     apply_settings(settings)
     save_figure(fig_sensitivity.figure_tier_sensitivity(shares, sweep, thresholds), outputs, settings)
     return shares, sweep

@@ -7,12 +7,11 @@ def inputs(files, wildcards):
 
 
 def build(inputs, outputs, settings, wildcards):
-    import pandas as pd
-
+    from metrics.safe_text import read_csv
     from workflow.products import tables
     from workflow.products.sweep_io import save
 
-    return save(tables.task_table(pd.read_csv(inputs["conditions"]), wildcards["task"],
+    return save(tables.task_table(read_csv(inputs["conditions"]), wildcards["task"],
                                   decimals=settings["decimals"]), outputs)
 
 
