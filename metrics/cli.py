@@ -226,6 +226,15 @@ def _check_plan(args) -> str | None:
     return None
 
 
+def _print_thresholds(path) -> None:
+    """The thresholds in force on stderr when the file moves any of Table 1's (a bad file fails here)."""
+    from .thresholds import load_thresholds, thresholds_notice
+
+    notice = thresholds_notice(load_thresholds(path), path)
+    if notice:
+        print(one_line(notice), file=sys.stderr)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "reps", 1) < 1 or getattr(args, "seed", 0) < 0:
@@ -240,6 +249,8 @@ def main(argv=None) -> int:
         # catch_warnings restores showwarning afterwards
         warnings.showwarning = lambda message, *a, **k: print(f"warning: {one_line(message)}", file=sys.stderr)
         try:
+            if args.command in ("tiers", "evaluate", "plan-seeds") and args.thresholds is not None:
+                _print_thresholds(args.thresholds)
             args.func(args)
         except (EpisodeTableError, ThresholdError, ReferenceError) as err:
             print(f"error: {one_line(err)}", file=sys.stderr)

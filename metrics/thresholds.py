@@ -1,6 +1,7 @@
 """Tier thresholds (the paper's Table 1, docs/protocol.md) as configuration: loading, validation, tier assignment.
 
-A thresholds mapping gives, per tier name, upper limits on metric values. Tiers are nested:
+A thresholds mapping gives, per tier name, upper limits on metric values, merged over Table 1
+(`validate_thresholds`: the one meaning, for files, the sweep config and the API). Tiers are nested:
 tier k is reached when every condition of tiers 1..k holds; comparisons are ``value <= limit``
 on unrounded values (a NaN value fails every condition).
 """
@@ -59,12 +60,18 @@ def _limit(value, metric: str, where: str) -> float:
 
 
 def validate_thresholds(raw, source: str = "thresholds key", prefix: str = "") -> dict:
-    """A checked copy {tier: {metric: float}} in tier order, or ThresholdError.
+    """The thresholds in force, {tier: {metric: float}} in tier order, or ThresholdError.
 
-    The one check of thresholds wherever they come from (a file, the sweep config, the Python
-    API): every tier named once, known metrics with finite limits in their range, and nested
-    tiers (a metric's limit never looser than a lower tier's). Errors read
-    ``{source} '{prefix}tier.metric': problem``, e.g. ``t.yaml key 'moderate.V': ...`` or
+    The one meaning of a thresholds mapping wherever it comes from (a --thresholds file, the
+    sweep's `thresholds:` key, the Python API): it is merged over the paper's Table 1 tier by
+    tier and metric by metric, as the sweep merges config layers. A tier not named, empty
+    (`{}`) or null keeps Table 1's conditions; a metric named moves that limit (or adds a
+    condition). A limit is moved, never removed: the loosest a tier's condition can be is the
+    lower tier's limit, which adds nothing (V: 1 for moderate's; any large Dnorm for minimal's).
+    So the result holds every condition of Table 1, and is its own input (validating it again
+    changes nothing). Then one check: known names, finite limits in their range, nested tiers
+    (a metric's limit never looser than a lower tier's). Errors read
+    ``{source} '{prefix}tier.metric': problem``, e.g. ``t.yaml: key 'moderate.V': ...`` or
     ``config key 'thresholds.moderate.V': ...``."""
     def key(*parts) -> str:
         named = [p if isinstance(p, str) and p.isprintable() and len(p) <= 40 else shown(p) for p in parts]
@@ -77,15 +84,13 @@ def validate_thresholds(raw, source: str = "thresholds key", prefix: str = "") -
     if unknown:
         raise ThresholdError(f"{key(unknown[0])}: unknown tier {shown(unknown[0])}; the tiers are "
                              f"{', '.join(TIER_NAMES)}")
-    missing = [t for t in TIER_NAMES if t not in raw]
-    if missing:
-        raise ThresholdError(f"{key(missing[0])}: missing tier {missing[0]} (give {{}} for a tier "
-                             "without extra conditions)")
     out, loosest = {}, {}
     for tier in TIER_NAMES:
-        limits = raw[tier] if raw[tier] is not None else {}
-        if not isinstance(limits, dict):
-            raise ThresholdError(f"{key(tier)}: expected a mapping of metric to limit, got {shown(limits)}")
+        given = raw.get(tier)
+        given = {} if given is None else given
+        if not isinstance(given, dict):
+            raise ThresholdError(f"{key(tier)}: expected a mapping of metric to limit, got {shown(given)}")
+        limits = {**PAPER_THRESHOLDS[tier], **given}
         out[tier] = {}
         for metric, value in limits.items():
             if metric not in LIMIT_RANGES:
@@ -94,12 +99,26 @@ def validate_thresholds(raw, source: str = "thresholds key", prefix: str = "") -
             limit = _limit(value, metric, key(tier, metric))
             if metric in loosest and limit > loosest[metric][1]:
                 prev_tier, prev = loosest[metric]
+                whose = "" if metric in given else " (Table 1's, not set here)"
                 raise ThresholdError(
-                    f"{key(tier, metric)}: {shown(value)} is looser than '{prefix}{prev_tier}.{metric}' = {prev}; "
+                    f"{key(tier, metric)}: {shown(value)}{whose} is looser than '{prefix}{prev_tier}.{metric}' = {prev}; "
                     f"tiers are nested ({', '.join(TIER_NAMES)}), so a limit must not increase")
             loosest[metric] = (tier, limit)
             out[tier][metric] = limit
     return out
+
+
+def thresholds_notice(thresholds, source: str) -> str | None:
+    """One line giving the thresholds in force when they differ from the paper's Table 1 (None
+    when they do not), so a tier table is never read against the wrong thresholds."""
+    paper = validate_thresholds(PAPER_THRESHOLDS)
+    if thresholds == paper:
+        return None
+    moved = [f"{t}.{m} {paper[t][m]:.12g} -> {v:.12g}" if m in paper[t] else f"{t}.{m} <= {v:.12g} (added)"
+             for t in TIER_NAMES for m, v in thresholds[t].items() if paper[t].get(m) != v]
+    tiers = "; ".join(f"{t} " + ", ".join(f"{m} <= {v:.12g}" for m, v in thresholds[t].items()) for t in TIER_NAMES)
+    return (f"note: thresholds in force ({source} over the paper's Table 1): {tiers} "
+            f"[changed: {', '.join(moved)}]")
 
 
 def load_thresholds(path=None) -> dict:

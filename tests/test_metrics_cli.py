@@ -77,7 +77,7 @@ def test_failed_evaluate_leaves_the_folder_as_it_was(tmp_path, capsys):
     bad_thresholds.write_text("minimal: {Dnorm: zero}\n")
     fresh = tmp_path / "fresh"
     assert main(["evaluate", *paths, "--out", str(fresh), "--thresholds", str(bad_thresholds)]) == 2
-    assert "t.yaml: key 'moderate': missing tier moderate" in capsys.readouterr().err
+    assert "t.yaml: key 'minimal.Dnorm': 'zero' is not a number" in capsys.readouterr().err
     assert not fresh.exists()
     assert main(["tiers", str(tmp_path / "nowhere")]) == 2
     assert "not a stage-2 folder" in capsys.readouterr().err

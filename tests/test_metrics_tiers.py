@@ -51,14 +51,15 @@ def test_default_thresholds_are_paper_table_1_and_files_load(tmp_path):
     assert load_thresholds(yaml_file)["moderate"] == {"V": 0.4}
     json_file = tmp_path / "t.json"
     json_file.write_text(json.dumps({**PAPER_THRESHOLDS, "strict": {}}))
-    assert load_thresholds(json_file)["strict"] == {}
+    assert load_thresholds(json_file)["strict"] == {"V": 0.0, "Dnorm_plus": 0.0}  # {} keeps Table 1's conditions
 
 
 @pytest.mark.parametrize(
     "content, message",
     [
         ({**PAPER_THRESHOLDS, "extreme": {"V": 0}}, "key 'extreme': unknown tier 'extreme'"),
-        ({k: v for k, v in PAPER_THRESHOLDS.items() if k != "strict"}, "key 'strict': missing tier strict"),
+        ({"moderate": {"V": 0.05}},  # a partial file: Table 1's substantial.V stays and must stay nested
+         "key 'substantial.V': 0.1 (Table 1's, not set here) is looser than 'moderate.V' = 0.05"),
         ({**PAPER_THRESHOLDS, "moderate": {"Vrate": 0.5}}, "key 'moderate.Vrate': unknown metric 'Vrate'"),
         ({**PAPER_THRESHOLDS, "moderate": {"R": 0.5}}, "key 'moderate.R': unknown metric 'R'"),
         ({**PAPER_THRESHOLDS, "moderate": {"V": "half"}}, "key 'moderate.V': 'half' is not a number"),

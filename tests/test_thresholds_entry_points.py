@@ -1,11 +1,16 @@
-"""Tier thresholds are checked by one function (metrics.thresholds.validate_thresholds) wherever
+"""Tier thresholds are read by one function (metrics.thresholds.validate_thresholds) wherever
 they enter: a file given to the engine's command line, the sweep config, the Python API. Each
 bad case is refused through each entry point with the same one-line error naming where and the
-value, a non-zero exit, and nothing written."""
+value, a non-zero exit, and nothing written; a partial mapping means the same everywhere (merged
+over Table 1), and thresholds other than Table 1's are printed."""
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
+from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -16,6 +21,8 @@ from metrics.thresholds import PAPER_THRESHOLDS, validate_thresholds
 from workflow import config_validation as cv
 
 from test_metrics_cli import small_sweep
+
+REPO = Path(__file__).resolve().parent.parent
 
 # (tier, metric, value as YAML writes it, the problem the error states)
 BAD = [
@@ -104,7 +111,7 @@ def test_a_bad_threshold_gets_the_same_error_from_file_config_and_api(tier, metr
     assert cv.main([str(config)]) == 1
     out = capsys.readouterr()
     assert out.out == "" and out.err.count("\n") == 1
-    assert out.err.startswith(f"invalid configuration: config key 'thresholds.{field}': "), out.err
+    assert out.err.startswith(f"invalid configuration: {config}: config key 'thresholds.{field}': "), out.err
     assert _problem(out.err.strip(), field).replace("'thresholds.", "'") == api_problem
 
 
@@ -121,3 +128,43 @@ def test_good_thresholds_read_the_same_from_a_file_the_config_and_the_api(tmp_pa
     assert metrics.load_thresholds(path) == validate_thresholds(moved) == expected
     assert cv.resolve({"preset": "tiny", "thresholds": {"moderate": {"V": 0.4}}})["thresholds"] == expected
     assert all(type(v) is float for limits in validate_thresholds(moved).values() for v in limits.values())
+
+
+PARTIAL = "minimal: {}\nmoderate: {V: 0.3}\n"  # issue 42: {} once dropped minimal's Dnorm <= 0 in the engine only
+
+
+def test_a_partial_file_gives_the_same_tiers_via_the_cli_and_the_sweep(aggregate_dir, tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(PARTIAL)
+    proc = subprocess.run([sys.executable, "-m", "metrics", "tiers", str(aggregate_dir), "--thresholds", str(path),
+                           "--out", str(tmp_path / "cli")], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    # the sweep: its config key through config validation, then the file its write_thresholds rule writes
+    in_force = cv.resolve({"preset": "tiny", "thresholds": yaml.safe_load(PARTIAL)})["thresholds"]
+    assert in_force == {**PAPER_THRESHOLDS, "moderate": {"V": 0.3}} == metrics.load_thresholds(path)
+    sweep = metrics.assign_tiers(metrics.read_aggregate(aggregate_dir), in_force)
+    cli = pd.read_csv(tmp_path / "cli" / "tiers.csv", keep_default_na=False)
+    assert cli.to_dict("list") == sweep["tiers"].to_dict("list")
+    # and not Table 1's tiers: the moved limit changes some tier confidence
+    paper = metrics.assign_tiers(metrics.read_aggregate(aggregate_dir))["tiers"]
+    assert not paper.equals(sweep["tiers"])
+    # the notice: one line on stderr naming the file, every tier in force and what moved
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("note: thresholds in force")]
+    assert notes == [f"note: thresholds in force ({path} over the paper's Table 1): minimal Dnorm <= 0; "
+                     "moderate V <= 0.3; substantial V <= 0.1, Dnorm_plus <= 0.1; strict V <= 0, Dnorm_plus <= 0 "
+                     "[changed: moderate.V 0.5 -> 0.3]"], proc.stderr
+
+
+def test_table_1_itself_prints_no_notice_and_the_sweep_prints_its_own(aggregate_dir, tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text("minimal: {Dnorm: 0}\n")
+    proc = subprocess.run([sys.executable, "-m", "metrics", "tiers", str(aggregate_dir), "--thresholds", str(path),
+                           "--out", str(tmp_path / "cli")], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--workflow-profile", "cluster_profiles/local",
+                           "--directory", str(tmp_path), "--snakefile", str(REPO / "Snakefile"),
+                           "--config", "preset=tiny", "thresholds={moderate: {V: 0.3}}"],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "note: thresholds in force (the config's thresholds over the paper's Table 1)" in proc.stderr
+    assert "[changed: moderate.V 0.5 -> 0.3]" in proc.stderr  # --config's '0.3' read as the number
