@@ -44,7 +44,8 @@ def run_budget(out: str, budget: int, args) -> float:
     folder = sweep_dir(out, budget)
     os.makedirs(folder, exist_ok=True)
     config = {"preset": args.preset, "tasks": list(args.tasks), "algos": list(args.algos), "seeds": args.seeds,
-              "train": {"total_steps": budget * args.base_steps}}
+              "train": {"total_steps": budget * args.base_steps},
+              "results_dir": "results"}  # each budget's sweep has its own working folder
     with open(os.path.join(folder, "config.yaml"), "w") as f:
         yaml.safe_dump(config, f, sort_keys=False)
     start = time.monotonic()

@@ -79,12 +79,13 @@ def main() -> None:
     args = parser.parse_args()
 
     cfg = cv.resolve({"preset": "paper", "seeds": args.seeds})
+    from workflow import sweep  # the paper sweep's own folder, results-paper/
     runs = list(cfg["specs"])
     root = Path(args.keep or tempfile.mkdtemp(prefix="plan_status_"))
     rng = np.random.default_rng(0)
-    built = timed(lambda: [write_run(root / run_layout.RUNS_ROOT / r, cfg["specs"][r], args.episodes, rng)
+    built = timed(lambda: [write_run(root / sweep.runs_root(cfg) / r, cfg["specs"][r], args.episodes, rng)
                            for r in runs])
-    size = sum((root / run_layout.RUNS_ROOT / r / n).stat().st_size for r in runs
+    size = sum((root / sweep.runs_root(cfg) / r / n).stat().st_size for r in runs
                for n in (run_layout.EPISODES, run_layout.TRACE))
     print(f"{len(runs)} runs x {args.episodes:,} episodes, tables {size / 1e6:,.0f} MB (built in {built:.0f} s) in {root}")
 
@@ -99,7 +100,7 @@ def main() -> None:
     runfolder._remember = lambda *a: None  # before: nothing noted, every touched table hashed
     before = {"plan": timed(plan), "status": timed(sweep_status)}
     runfolder._remember = remember
-    timed(lambda: [packs.verify_for_summary(root / run_layout.RUNS_ROOT / r) for r in runs])  # summarise's check
+    timed(lambda: [packs.verify_for_summary(root / sweep.runs_root(cfg) / r) for r in runs])  # summarise's check
     after = {"plan": timed(plan), "status": timed(sweep_status)}
     verify = timed(lambda: sweep_status(verify=True))
 

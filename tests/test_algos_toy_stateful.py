@@ -58,8 +58,8 @@ def toy_work(tmp_path_factory) -> Path:
 
 
 def test_a_stateful_toy_added_in_one_module_trains_traces_its_state_and_is_evaluated(toy_work):
-    runs = sorted((toy_work / "results" / "runs" / "circle").glob("d*/momentum/seed*"))
-    assert [r.relative_to(toy_work / "results" / "runs").as_posix() for r in runs] == [
+    runs = sorted((toy_work / "results-tiny" / "runs" / "circle").glob("d*/momentum/seed*"))
+    assert [r.relative_to(toy_work / "results-tiny" / "runs").as_posix() for r in runs] == [
         "circle/d15/momentum/seed0", "circle/d15/momentum/seed1"]
     for run in runs:
         trace = pd.read_parquet(run / "trace.parquet")
@@ -69,5 +69,5 @@ def test_a_stateful_toy_added_in_one_module_trains_traces_its_state_and_is_evalu
         assert np.any(velocity != 0.0)  # the state moved
         config = json.loads((run / "run.json").read_text())["config"]
         assert (config["algo"], config["momentum_lr"], config["momentum_beta"]) == ("momentum", 3.0, 0.9)
-    tiers = pd.read_csv(toy_work / "results" / "metrics" / "tiers.csv")
+    tiers = pd.read_csv(toy_work / "results-tiny" / "metrics" / "tiers.csv")
     assert set(tiers["algo"]) == {"momentum"}

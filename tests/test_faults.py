@@ -95,7 +95,7 @@ def test_run_json_alone_is_not_a_complete_run(tmp_path):
 
 def test_status_and_the_trainer_agree_a_half_written_run_is_not_done(tmp_path):
     cfg = cv.resolve({"preset": "tiny", "bounds": [25], "algos": ["ppo"], "seeds": [0, 1]})
-    runs = tmp_path / "results" / "runs" / "circle" / "d25" / "ppo"
+    runs = tmp_path / "results-tiny" / "runs" / "circle" / "d25" / "ppo"
     complete_run(runs / "seed0", bound=25, seed=0)
     complete_run(runs / "seed1", bound=25, seed=1)
     (runs / "seed1" / run_layout.EPISODES).unlink()
@@ -110,7 +110,8 @@ def _fake_sweep(workdir: Path, bounds=(15, 25)) -> None:
     cfg = cv.resolve({"preset": "tiny"})
     for task, bound, algo, seed in status.run_keys(cfg):
         if bound in bounds:
-            complete_run(run_layout.run_dir(workdir, task, bound, algo, seed), task, float(bound), algo, seed)
+            complete_run(run_layout.run_dir(workdir, task, bound, algo, seed, "results-tiny"), task, float(bound), algo,
+                         seed)
 
 
 def trained_runs(jobs) -> list[str]:
@@ -123,20 +124,20 @@ def test_the_workflow_asks_for_every_run_file_and_plans_exponent_bounds(tmp_path
     job), item 3 (a bound whose float text has an exponent gets a plain label) and a changed
     spec (another budget) retraining exactly the runs it changes, in one dry run each."""
     _fake_sweep(tmp_path, bounds=(15, 25))
-    (run_layout.run_dir(tmp_path, "circle", 25, "ppo", 1) / run_layout.EPISODES).unlink()
+    (run_layout.run_dir(tmp_path, "circle", 25, "ppo", 1, "results-tiny") / run_layout.EPISODES).unlink()
     jobs = plan.dry_run(tmp_path, ["runs", "--config", "preset=tiny"])
     assert [(j.rule, trained_runs([j])) for j in jobs if j.rule.startswith("train_")] == \
-        [("train_circle_ppo_p0", ["results/runs/circle/d25/ppo/seed1/run.json"])]
+        [("train_circle_ppo_p0", ["results-tiny/runs/circle/d25/ppo/seed1/run.json"])]
 
     (tmp_path / "small.yaml").write_text(yaml.safe_dump({"preset": "tiny", "bounds": [15, 0.00001]}))
     jobs = plan.dry_run(tmp_path, ["runs", "--configfile", str(tmp_path / "small.yaml")])
-    assert trained_runs(jobs) == sorted(f"results/runs/circle/d0.00001/{a}/seed{s}/run.json"
+    assert trained_runs(jobs) == sorted(f"results-tiny/runs/circle/d0.00001/{a}/seed{s}/run.json"
                                         for a in ("ppo", "ppo_lag") for s in (0, 1))
 
     (tmp_path / "budget.yaml").write_text(yaml.safe_dump({"preset": "tiny", "algos": ["ppo_lag"],
                                                           "train": {"total_steps": 8192}}))
     jobs = plan.dry_run(tmp_path, ["runs", "--configfile", str(tmp_path / "budget.yaml")])
-    assert trained_runs(jobs) == sorted(f"results/runs/circle/d{b}/ppo_lag/seed{s}/run.json"
+    assert trained_runs(jobs) == sorted(f"results-tiny/runs/circle/d{b}/ppo_lag/seed{s}/run.json"
                                         for b in (15, 25) for s in (0, 1))
 
 
@@ -232,7 +233,7 @@ def test_status_tells_what_the_rerun_does_with_a_checkpoint(tmp_path):
     cfg = cv.resolve({"preset": "tiny", "bounds": [25], "algos": ["ppo"], "seeds": [0, 1, 2, 3]})
     identity = {s: checkpoint.identity_of(config_from_dict(cfg["specs"][run_layout.run_id("circle", 25, "ppo", s)]["config"]))
                 for s in range(4)}
-    runs = tmp_path / "results" / "runs" / "circle" / "d25" / "ppo"
+    runs = tmp_path / "results-tiny" / "runs" / "circle" / "d25" / "ppo"
     for seed in range(4):
         folder = runs / f"seed{seed}" / "checkpoint"
         config = dict(identity[seed], total_steps=999) if seed == 3 else identity[seed]
@@ -442,7 +443,7 @@ def test_code_version_follows_the_training_code(tmp_path):
 
 
 def test_status_lists_runs_trained_by_older_code(tmp_path):
-    runs = tmp_path / "results" / "runs" / "circle" / "d15" / "ppo"
+    runs = tmp_path / "results-tiny" / "runs" / "circle" / "d15" / "ppo"
     complete_run(runs / "seed0", bound=15, seed=0, code_version="0123456789abcdef")
     complete_run(runs / "seed1", bound=15, seed=1)
     proc = run_module("workflow.status", "--config", "preset=tiny", "bounds=[15]", "algos=[ppo]",

@@ -137,5 +137,5 @@ def test_the_plan_status_benchmark_runs_and_prints_each_call(tmp_path):
     assert lines[0].startswith("48 runs x 300 episodes")
     assert [line.split()[:2] for line in lines[2:]] == [["plan", "before"], ["plan", "after"], ["status", "before"],
                                                        ["status", "after"], ["status", "--verify"]]
-    runs = list((tmp_path / "sweep" / run_layout.RUNS_ROOT).glob("*/*/*/*"))
+    runs = list((tmp_path / "sweep" / "results-paper" / "runs").glob("*/*/*/*"))  # the paper preset's folder
     assert len(runs) == 48 and all((r / run_layout.VERIFIED).exists() for r in runs)

@@ -102,12 +102,12 @@ def test_a_toy_figure_added_as_one_module_is_built_and_reported(tiny_sweep, tmp_
 
     done = _snakemake(workflow_dir, sweep, "--rerun-triggers", "mtime", "--config", "products={toy_metric: Dnorm}")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    png = sweep / "results" / "figures" / "figure_toy.png"
+    png = sweep / "results-tiny" / "figures" / "figure_toy.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (sweep / "results" / "figures" / "figure_toy.pdf").read_bytes()[:5] == b"%PDF-"
-    report = (sweep / "results" / "report.html").read_text()
-    assert "results/figures/figure_toy.png" in report
-    n_algos = pd.read_csv(sweep / "results" / "metrics" / "iqm.csv")["algo"].nunique()
+    assert (sweep / "results-tiny" / "figures" / "figure_toy.pdf").read_bytes()[:5] == b"%PDF-"
+    report = (sweep / "results-tiny" / "report.html").read_text()
+    assert "results-tiny/figures/figure_toy.png" in report
+    n_algos = pd.read_csv(sweep / "results-tiny" / "metrics" / "iqm.csv")["algo"].nunique()
     assert n_algos == 2  # the tiny preset's two algorithms, which the toy figure drew
 
     # a misspelt value of its setting is refused like any other products setting

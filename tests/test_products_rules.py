@@ -77,16 +77,16 @@ def test_all_plans_every_product(tmp_path):
     text, jobs = dry_run(tmp_path)
     for name in FIGURES:
         for ext in ("pdf", "png"):
-            assert f"results/figures/{name}.{ext}" in text
+            assert f"results-tiny/figures/{name}.{ext}" in text
     for name in TABLES:
         for ext in ("csv", "md", "tex", "html"):
-            assert f"results/tables/{name}.{ext}" in text
+            assert f"results-tiny/tables/{name}.{ext}" in text
     assert PRODUCT_RULES <= set(jobs)
     assert jobs["figureA_training_curves"] == jobs["figureA_final_costs"] == jobs["tableA_task"] == len(TASKS)
 
 
-@pytest.mark.parametrize("target, rule", [("results/figures/figure2.png", "figure2"),
-                                          (f"results/tables/tableA_task_{TASKS[-1]}.md", "tableA_task")])
+@pytest.mark.parametrize("target, rule", [("results-tiny/figures/figure2.png", "figure2"),
+                                          (f"results-tiny/tables/tableA_task_{TASKS[-1]}.md", "tableA_task")])
 def test_one_product_is_its_own_target(tmp_path, target, rule):
     _, jobs = dry_run(tmp_path, target)
     assert set(jobs) & PRODUCT_RULES == {rule}

@@ -38,8 +38,8 @@ def toy_work(tmp_path_factory) -> Path:
 
 
 def test_a_toy_algorithm_added_through_the_registry_trains_and_is_evaluated(toy_work):
-    runs = sorted((toy_work / "results" / "runs" / "circle").glob("d*/ratchet/seed*"))
-    assert [r.relative_to(toy_work / "results" / "runs").as_posix() for r in runs] == [
+    runs = sorted((toy_work / "results-tiny" / "runs" / "circle").glob("d*/ratchet/seed*"))
+    assert [r.relative_to(toy_work / "results-tiny" / "runs").as_posix() for r in runs] == [
         "circle/d15/ratchet/seed0", "circle/d15/ratchet/seed1", "circle/d25/ratchet/seed0", "circle/d25/ratchet/seed1"]
     for run in runs:
         trace = pd.read_parquet(run / "trace.parquet")
@@ -53,7 +53,7 @@ def test_a_toy_algorithm_added_through_the_registry_trains_and_is_evaluated(toy_
         assert set(episodes["phase"]) == {"train", "final_explore", "final_greedy"}
         config = json.loads((run / "run.json").read_text())["config"]
         assert (config["algo"], config["ratchet_init"], config["ratchet_rate"]) == ("ratchet", 0.25, 2.0)
-    tiers = pd.read_csv(toy_work / "results" / "metrics" / "tiers.csv")
+    tiers = pd.read_csv(toy_work / "results-tiny" / "metrics" / "tiers.csv")
     assert set(tiers["algo"]) == {"ratchet"} and set(tiers["phase"]) == {"train", "final_explore", "final_greedy"}
-    iqm = pd.read_csv(toy_work / "results" / "metrics" / "iqm.csv")
+    iqm = pd.read_csv(toy_work / "results-tiny" / "metrics" / "iqm.csv")
     assert set(iqm["algo"]) == {"ratchet"}

@@ -95,14 +95,14 @@ def check_internal_links(page, base: Path) -> int:
 
 
 def test_results_report_renders_every_figure_table_and_link(tiny_sweep, browser_page):
-    report = tiny_sweep / "results" / "report.html"
+    report = tiny_sweep / "results-tiny" / "report.html"
     page, errors = open_page(browser_page, report)
     n_images, n_tables = check_images_and_tables(page, "report.html")
     n_links = check_internal_links(page, report)
-    pngs = sorted((tiny_sweep / "results" / "figures").glob("*.png"))
-    pdfs = sorted((tiny_sweep / "results" / "figures").glob("*.pdf"))
+    pngs = sorted((tiny_sweep / "results-tiny" / "figures").glob("*.png"))
+    pdfs = sorted((tiny_sweep / "results-tiny" / "figures").glob("*.pdf"))
     assert n_images == len(pngs) > 0  # every figure of the sweep, embedded
-    assert n_tables >= 3 + len(list((tiny_sweep / "results" / "tables").glob("*.csv")))
+    assert n_tables >= 3 + len(list((tiny_sweep / "results-tiny" / "tables").glob("*.csv")))
     assert n_links >= len(pdfs)  # each PDF is linked next to its PNG
     assert errors == []
     page.close()
@@ -161,7 +161,7 @@ def test_snakemake_report_shows_every_product(snakemake_report, tiny_sweep, brow
             _show_results(page, errors, f"{category} / {sub}", seen)
     shown = {registry.REPORT_FORMAT[p.kind] for p in registry.products()}
     expected = sorted(str(path.relative_to(tiny_sweep)) for ext in shown
-                      for path in (tiny_sweep / "results").glob(f"*/*.{ext}") if path.parent.name in ("figures", "tables"))
+                      for path in (tiny_sweep / "results-tiny").glob(f"*/*.{ext}") if path.parent.name in ("figures", "tables"))
     assert sorted(seen) == expected
     assert errors == []
     page.close()

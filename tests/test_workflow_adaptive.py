@@ -108,19 +108,19 @@ def test_an_adaptive_tiny_sweep_adds_seeds_per_round_to_its_budget_and_a_rerun_p
            str(REPO / "cluster_profiles" / "local"), "--configfile", "a.yaml"]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    decision = json.loads((tmp_path / adaptive.decision_path(1)).read_text())
-    table = pd.read_csv(tmp_path / adaptive.SEED_TABLE).set_index("algo")
+    decision = json.loads((tmp_path / adaptive.decision_path(1, "results-tiny")).read_text())
+    table = pd.read_csv(tmp_path / adaptive.seed_table_path("results-tiny")).set_index("algo")
     for algo, d in decision["algos"].items():
         p = min(c["p_tier"] for c in d["confidence"].values())
         assert (d["state"] == "adding") == (p < 0.99)
         assert d["seeds"] == ([0, 1, 2] if p < 0.99 else [0, 1])
         assert table.loc[algo, "seeds"] == len(d["seeds"])
     assert any(d["state"] == "adding" for d in decision["algos"].values()), decision
-    trained = {p.relative_to(tmp_path / "results/runs").parent.as_posix()
-               for p in (tmp_path / "results/runs").rglob("run.json")}
+    trained = {p.relative_to(tmp_path / "results-tiny/runs").parent.as_posix()
+               for p in (tmp_path / "results-tiny/runs").rglob("run.json")}
     wanted = {f"circle/d{b}/{a}/seed{s}" for a, d in decision["algos"].items() for s in d["seeds"] for b in (15, 25)}
     assert trained == wanted  # no seed beyond what the decision chose
-    runs = pd.read_parquet(tmp_path / "results/metrics/run_metrics.parquet")
+    runs = pd.read_parquet(tmp_path / "results-tiny/metrics/run_metrics.parquet")
     assert {(a, s) for a, s in zip(runs["algo"], runs["seed"])} == {(a, s) for a, d in decision["algos"].items()
                                                                    for s in d["seeds"]}
     states = status.sweep_status(cv.resolve({"preset": "tiny", "seeds": 2, "adaptive": {"target": 0.99, "step": 1,
@@ -128,4 +128,4 @@ def test_an_adaptive_tiny_sweep_adds_seeds_per_round_to_its_budget_and_a_rerun_p
     assert {s.state for s in states} == {"done"} and len(states) == len(wanted)
     again = subprocess.run([*cmd, "--dry-run"], cwd=tmp_path, capture_output=True, text=True)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
-    assert "seeds.csv" in (tmp_path / "results/report.html").read_text()
+    assert "seeds.csv" in (tmp_path / "results-tiny/report.html").read_text()

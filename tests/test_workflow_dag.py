@@ -52,7 +52,7 @@ def test_tiny_sweep_makes_every_run_metric_table_figure_and_the_report(tiny_swee
     cfg = resolve({"preset": "tiny"})
     states = status.sweep_status(cfg, tiny_sweep)
     assert len(states) == 8 and {s.state for s in states} == {"done"}
-    metrics = tiny_sweep / "results" / "metrics"
+    metrics = tiny_sweep / "results-tiny" / "metrics"
     for name in ["iqm.csv", "bootstrap.parquet", "cdf.parquet", "run_metrics.parquet", "tiers.csv",
                  "conditions.csv", "thresholds.yaml"]:
         assert (metrics / name).is_file(), name
@@ -60,12 +60,12 @@ def test_tiny_sweep_makes_every_run_metric_table_figure_and_the_report(tiny_swee
     assert set(tiers["algo"]) == {"ppo", "ppo_lag"}
     run_metrics = pd.read_parquet(metrics / "run_metrics.parquet")
     assert len(run_metrics.groupby(["task", "bound", "algo", "seed"])) == 8
-    report = (tiny_sweep / "results" / "report.html").read_text()
+    report = (tiny_sweep / "results-tiny" / "report.html").read_text()
     assert "preset <b>tiny</b>" in report
     assert "<h2>Findings</h2>" in report and "(1) Final greedy tier at least the training tier" in report
     if product_rules():
-        assert any((tiny_sweep / "results" / "figures").glob("*.png"))
-        assert any((tiny_sweep / "results" / "tables").glob("*"))
+        assert any((tiny_sweep / "results-tiny" / "figures").glob("*.png"))
+        assert any((tiny_sweep / "results-tiny" / "tables").glob("*"))
         assert "data:image/png;base64," in report
 
 
@@ -83,7 +83,7 @@ def test_threshold_change_plans_only_tiers_tables_figures_and_report(sweep_copy)
 
 
 def test_deleting_one_run_plans_exactly_that_run_and_its_dependents(sweep_copy):
-    run = "results/runs/circle/d25/ppo/seed1"
+    run = "results-tiny/runs/circle/d25/ppo/seed1"
     shutil.rmtree(sweep_copy / run)
     jobs = plan.dry_run(sweep_copy, ["--configfile", "tiny.yaml"])
     counts = Counter(j.rule for j in jobs)
@@ -99,16 +99,16 @@ def test_deleting_one_run_plans_exactly_that_run_and_its_dependents(sweep_copy):
 
 
 def test_deleting_one_runs_result_file_retrains_it(sweep_copy):
-    os.remove(sweep_copy / "results/runs/circle/d15/ppo_lag/seed0/run.json")
+    os.remove(sweep_copy / "results-tiny/runs/circle/d15/ppo_lag/seed0/run.json")
     jobs = plan.dry_run(sweep_copy, ["--configfile", "tiny.yaml"])
     trained = [j.outputs for j in jobs if j.rule.startswith("train_")]
-    assert trained == [tuple(f"results/runs/circle/d15/ppo_lag/seed0/{f}"
+    assert trained == [tuple(f"results-tiny/runs/circle/d15/ppo_lag/seed0/{f}"
                              for f in ("episodes.parquet", "trace.parquet", "run.json"))]
 
 
 def test_a_failed_seed_is_reported_and_the_rerun_trains_only_it(sweep_copy):
     run = "circle/d15/ppo/seed0"
-    shutil.rmtree(sweep_copy / "results" / "runs" / run)
+    shutil.rmtree(sweep_copy / "results-tiny" / "runs" / run)
     env = dict(os.environ, SAFERL_FAIL_RUNS=run)
     failed = run_snakemake(sweep_copy, "runs", "--configfile", "tiny.yaml", env=env)
     assert failed.returncode != 0
@@ -118,7 +118,7 @@ def test_a_failed_seed_is_reported_and_the_rerun_trains_only_it(sweep_copy):
     assert sum(s.state == "done" for s in states.values()) == 7
     # the test switch is not a param: without it, the plan is that one run and its dependents
     jobs = plan.dry_run(sweep_copy, ["--configfile", "tiny.yaml"])
-    assert [j.outputs[-1] for j in jobs if j.rule.startswith("train_")] == [f"results/runs/{run}/run.json"]
+    assert [j.outputs[-1] for j in jobs if j.rule.startswith("train_")] == [f"results-tiny/runs/{run}/run.json"]
 
 
 def test_paper_preset_plans_1440_runs_in_16_pack_jobs(tmp_path):

@@ -83,10 +83,10 @@ def test_tiny_sweep_with_a_failing_seed_then_a_rerun_of_exactly_that_seed(tmp_pa
     # one SLURM job per pack (4 runs each); the failing pack is retried once (profile), and its
     # retry trains its other runs again (Snakemake clears a job's outputs before a retry)
     attempts = Counter(trained_runs(log1))
-    assert attempts == {f"results/runs/{r}": 2 if "/ppo_lag/" in r else 1
+    assert attempts == {f"results-tiny/runs/{r}": 2 if "/ppo_lag/" in r else 1
                         for r in status.run_ids(resolve({"preset": "tiny"}))}
     assert len(submitted(log1)) == 3
-    assert re.search(rf"Error in rule train_circle_ppo_lag_p0:\n(?:\s+\w+: .*\n)*?\s+output: .*results/runs/{bad}/",
+    assert re.search(rf"Error in rule train_circle_ppo_lag_p0:\n(?:\s+\w+: .*\n)*?\s+output: .*results-tiny/runs/{bad}/",
                      log1), log1[-3000:]
 
     cfg = resolve({"preset": "tiny"})
@@ -95,20 +95,20 @@ def test_tiny_sweep_with_a_failing_seed_then_a_rerun_of_exactly_that_seed(tmp_pa
     assert "fails on purpose" in Path(states[bad].log).read_text()
     done = {r for r, s in states.items() if s.state == "done"}
     assert done == set(states) - {bad}
-    done_mtimes = {r: (tmp_path / "results/runs" / r / "run.json").stat().st_mtime_ns for r in done}
+    done_mtimes = {r: (tmp_path / "results-tiny/runs" / r / "run.json").stat().st_mtime_ns for r in done}
 
     second = snakemake(tmp_path, "metrics", "--configfile", "tiny.yaml")
     log2 = second.stdout + second.stderr
     assert second.returncode == 0, log2[-3000:]
-    assert trained_runs(log2) == [f"results/runs/{bad}"]
+    assert trained_runs(log2) == [f"results-tiny/runs/{bad}"]
     # that run's job and the aggregation: nothing else went to the scheduler
     jobs2 = submitted(log2)
     assert len(jobs2) == 2, jobs2
     assert sum("/rule_train_circle_ppo_lag_p0/" in p for p in jobs2) == 1
     assert sum("/rule_aggregate/" in p for p in jobs2) == 1
     assert {s.state for s in status.sweep_status(cfg, tmp_path)} == {"done"}
-    assert {r: (tmp_path / "results/runs" / r / "run.json").stat().st_mtime_ns for r in done} == done_mtimes
-    tiers = pd.read_csv(tmp_path / "results" / "metrics" / "tiers.csv")
+    assert {r: (tmp_path / "results-tiny/runs" / r / "run.json").stat().st_mtime_ns for r in done} == done_mtimes
+    tiers = pd.read_csv(tmp_path / "results-tiny" / "metrics" / "tiers.csv")
     assert set(tiers["algo"]) == {"ppo", "ppo_lag"}
 
 
@@ -117,8 +117,8 @@ def test_a_job_cancelled_mid_run_resumes_from_its_checkpoint(tmp_path):
     (tmp_path / "long.yaml").write_text(
         "preset: tiny\ntasks: [circle]\nbounds: [25]\nalgos: [ppo]\nseeds: [0]\n"
         "train: {total_steps: 1600000}\n")
-    run_dir = tmp_path / "results/runs/circle/d25/ppo/seed0"
-    train_log = tmp_path / "results/logs/train/circle_ppo_p0.log"
+    run_dir = tmp_path / "results-tiny/runs/circle/d25/ppo/seed0"
+    train_log = tmp_path / "results-tiny/logs/train/circle_ppo_p0.log"
     proc = subprocess.Popen(["timeout", "-s", "INT", str(SWEEP_TIMEOUT_S), *SNAKEMAKE, "runs",
                              "--configfile", "long.yaml"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -223,7 +223,7 @@ class FaultSweep:
             self.proc.wait(60)
 
     def run_dir(self, run: str) -> Path:
-        return self.workdir / "results/runs" / run
+        return self.workdir / "results-tiny/runs" / run
 
     def watch(self):
         for run in FAULT_RUNS:
@@ -272,17 +272,17 @@ class FaultSweep:
             meta = json.loads((self.run_dir(run) / "run.json").read_text())
             assert meta["restarts"] == (1 if run in resumed else 0), (run, meta["restarts"])
             if run in resumed:
-                text = (self.workdir / "results/logs/train" / f"{pack}.log").read_text()
+                text = (self.workdir / "results-tiny/logs/train" / f"{pack}.log").read_text()
                 at = re.search(r"resumed from \S+/checkpoint at update (\d+)/(\d+)", text)
                 assert at and 0 < int(at.group(1)) < int(at.group(2)), text
             assert (self.run_dir(run) / "run.json").read_bytes() == self.first_seen[run], f"{run} was trained again"
             assert (self.run_dir(run) / "episodes.parquet").read_bytes() == \
-                (reference / "results/runs" / run / "episodes.parquet").read_bytes(), run
-        tables = sorted(p.name for p in (reference / "results/metrics").glob("*.csv"))
-        assert tables and sorted(p.name for p in (self.workdir / "results/metrics").glob("*.csv")) == tables
+                (reference / "results-tiny/runs" / run / "episodes.parquet").read_bytes(), run
+        tables = sorted(p.name for p in (reference / "results-tiny/metrics").glob("*.csv"))
+        assert tables and sorted(p.name for p in (self.workdir / "results-tiny/metrics").glob("*.csv")) == tables
         for name in tables:
-            assert (self.workdir / "results/metrics" / name).read_bytes() == \
-                (reference / "results/metrics" / name).read_bytes(), name
+            assert (self.workdir / "results-tiny/metrics" / name).read_bytes() == \
+                (reference / "results-tiny/metrics" / name).read_bytes(), name
 
 
 @pytest.fixture
