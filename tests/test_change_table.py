@@ -4,6 +4,7 @@ follow (the trainer's choices, the sweep config's allowed names, training itself
 to have followed."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -11,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -103,7 +105,20 @@ def test_a_new_task_is_its_module_and_one_table_entry(repo_copy, tmp_path):
     run(repo_copy, "-m", "runs.train", "--task", "line", "--bound", "5", "--algo", "ppo_lag", "--seed", "0",
         "--out", str(out), "--threads", "1", "--total-steps", "512", "--num-envs", "4",
         "--episode-length", "16", "--eval-episodes", "2")
-    assert (out / "episodes.parquet").exists() and (out / "run.json").exists()
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["complete"] and meta["config"]["task"] == "line" and meta["config"]["algo"] == "ppo_lag"
+    frame = pd.read_parquet(out / "episodes.parquet")
+    assert set(frame.task) == {"line"} and set(frame.algo) == {"ppo_lag"} and set(frame.bound) == {5.0}
+    train = frame[frame.phase == "train"]
+    # every episode is the time limit's 16 steps (the toy task never ends one), 4 envs at a time
+    assert (frame.length == 16).all() and len(train) == meta["env_steps"] // 16 and len(train) % 4 == 0
+    assert (frame[frame.phase == "final_explore"].shape[0], frame[frame.phase == "final_greedy"].shape[0]) == (2, 2)
+    # the toy task's own numbers: from (0, 0), 0.1 a step at most, so the first 5 steps cost nothing
+    # and every step's reward is -|x - 1| - |y - 1| in (-2 - 0.2 k, 0) after step k; cost 1 a step outside |x| <= 0.5
+    assert frame.cost.isin(range(12)).all() and (frame["return"] < 0).all() and (frame["return"] >= -59.2).all()
+    # no randomness in the task: the greedy policy's episodes are identical
+    greedy = frame[frame.phase == "final_greedy"]
+    assert greedy["return"].nunique() == 1 and greedy.cost.nunique() == 1
 
 
 def test_a_new_algorithm_is_its_module_and_one_registry_entry(repo_copy):
