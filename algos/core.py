@@ -37,6 +37,7 @@ from algos.trace_schema import LOSS_METRICS, POLICY_STEP_INDEX
 from recorders.jax_recorder import Finished, advance, builtin_finished, keep_first, no_episodes
 
 EVAL_SALT = 0x5EED_E7A1 & 0x7FFFFFFF  # separates evaluation layouts from training layouts
+ALGO_INIT_SALT = 0xA160_5EED & 0x7FFFFFFF  # the key of an algorithm's seeded init (Hooks.keyed_init)
 
 
 class TrainState(NamedTuple):
@@ -279,8 +280,9 @@ def _build_programs(cfg: TrainConfig, env, batched: bool = False) -> Programs:
                              cfg.critic_hidden, with_cost)
         env_state = env_reset(jax.random.split(k_env, N))
         tstate = () if transform is None else transform.init(N, h)
+        algo_state = hooks.init(h, jax.random.fold_in(key, ALGO_INIT_SALT)) if hooks.keyed_init else hooks.init(h)
         return TrainState(params, adam.init(params), init_normalizer(obs_size), env_state, k_run,
-                          hooks.init(h), no_episodes(N), jnp.int32(0), jnp.int32(0),
+                          algo_state, no_episodes(N), jnp.int32(0), jnp.int32(0),
                           jnp.full((n_metrics,), jnp.nan, jnp.float32), tstate)
 
     setup = LossSetup(act, use_norm, with_cost, hooks, cost_by_algo)
@@ -298,9 +300,10 @@ def _build_programs(cfg: TrainConfig, env, batched: bool = False) -> Programs:
             obs = policy_obs(tstate, env_state.obs, h)
             mu, sigma = policy_dist(state.params, norm, obs)
             z = dist.sample_pre_tanh(k_act, mu, sigma)
-            action = jnp.tanh(z)
+            action, record = jnp.tanh(z), ()
             if hooks.act is not None:  # a shield: the env gets its correction, PPO trains on z
-                action = hooks.act(state.algo, obs, action, h)
+                current_cost = jnp.where(env_state.done, 0.0, env_state.cost)  # a fresh episode's: 0, as reset says
+                action, record = hooks.act(state.algo, obs, action, h, current_cost, jax.random.fold_in(k_act, 1))
             next_state = env_step(env_state, action)
             if transform is None:
                 reward = next_state.reward
@@ -312,9 +315,9 @@ def _build_programs(cfg: TrainConfig, env, batched: bool = False) -> Programs:
             log = IterateLog(count, *rows)
             transition = Transition(obs, z, dist.log_prob(z, mu, sigma), reward, next_state.cost,
                                     next_state.done, next_state.truncated)
-            return (next_state, tstate, pending, log, key), (transition, finished)
+            return (next_state, tstate, pending, log, key), (transition, finished, record)
 
-        (env_state, tstate, pending, log, _), (traj, ended) = jax.lax.scan(
+        (env_state, tstate, pending, log, _), (traj, ended, records) = jax.lax.scan(
             rollout_step, (state.env_state, state.transform, state.pending, log, k_roll),
             jnp.arange(S, dtype=jnp.int32))
         if use_norm:
@@ -332,7 +335,7 @@ def _build_programs(cfg: TrainConfig, env, batched: bool = False) -> Programs:
         data = Transition(to_sequences(all_obs[obs_index], U + 1),
                           *(to_sequences(x, U) for x in traj[1:]))
         mean_cost = jnp.mean(traj.cost)
-        stats = update_stats(mean_cost, h, T, ended.done, ended.cost, traj.obs, traj.raw_action, traj.cost)
+        stats = update_stats(mean_cost, h, T, ended.done, ended.cost, traj.obs, traj.raw_action, traj.cost, records)
         algo_state, params = state.algo, state.params
         if not sgd_policy:
             # the algorithm's step on the whole batch, before the critics move (advantages from the

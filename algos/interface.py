@@ -17,9 +17,15 @@ checkpointed with it and a resumed run is bitwise the uninterrupted one:
   remaining budget): per-env state carried through the rollout and the evaluation, extra
   observation entries the networks and the normaliser see, and the reward the critics and
   advantages are trained on (episode logs keep the task's own return and cost);
-* optionally a **shield** (`act`): the rollout's env gets `act(state, obs, tanh(z), h)` instead of
-  the policy's action tanh(z) (training only; PPO trains on z, the shield being part of the
-  task as the policy sees it; the evaluation acts unshielded);
+* optionally a **shield** (`act`): the rollout's env gets the action of
+  `act(state, obs, tanh(z), h, cost, key) -> (action, record)` instead of the policy's action
+  tanh(z) (training only; PPO trains on z, the shield being part of the task as the policy sees
+  it; the evaluation acts unshielded). `cost` [N] is the observed cost of the current state (the
+  step cost that led into it; 0 at an episode's first state, as a reset reports it), `key` a
+  PRNG key of the step; `record`, any pytree of per-env arrays, reaches `update` stacked over
+  the rollout's steps as `UpdateStats.act_record`;
+* optionally a **seeded init** (`keyed_init`): `init(h, key)` gets a PRNG key of the run (from
+  its seed) to initialise what it learns;
 * optionally a **policy step** replacing the SGD policy update (e.g. CPO's trust-region step):
   `policy_step(x: PolicyStepInputs, h)` runs once per update on the whole batch before the
   SGD epochs, which then fit the critics only (the policy loss and entropy bonus are left out,
@@ -65,6 +71,7 @@ class UpdateStats(NamedTuple):
     obs: Any = None  # [S, N, O] policy observations of the rollout
     raw_action: Any = None  # [S, N, A] pre-tanh actions sampled (before a Hooks.act correction)
     step_cost: Any = None  # [S, N] the cost of each step
+    act_record: Any = None  # the shield's (Hooks.act) per-step records, each [S, N, ...]; () without one
 
 
 class EnvTransform(NamedTuple):
@@ -100,7 +107,8 @@ class Hooks(NamedTuple):
     loss: Callable | None = None  # (x: LossInputs, h) -> scalar policy loss of one minibatch
     policy_step: Callable | None = None  # (x: PolicyStepInputs, h) -> (policy params, state, (loss, entropy, kl))
     transform: EnvTransform | None = None
-    act: Callable | None = None  # (state, obs [N, O], action [N, A], h) -> the action the env gets (a shield)
+    act: Callable | None = None  # (state, obs [N, O], action [N, A], h, cost [N], key) -> (env action, record)
+    keyed_init: bool = False  # True: init is (h, key) -> state, key a PRNG key of the run
 
 
 def update_stats(mean_step_cost, h, episode_length: int, *rollout) -> UpdateStats:

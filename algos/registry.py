@@ -146,9 +146,12 @@ ALGORITHMS: dict[str, Algorithm] = {
     "ppo_shield": Algorithm(
         label="PPO-Shield", uses_cost_critic=True, hooks=lambda: algos.ppo_shield.HOOKS,
         multiplier="\u03bb (Lagrange multiplier, shielded)",
-        state_columns=("shield_corrected", "shield_model_loss"),
-        scalars={"shield_lagrangian_lr": 3.0, "shield_lagrangian_init": 0.0, "shield_lr": 1e-3,
-                 "shield_fit_steps": 8.0, "shield_budget_scale": 1.0}),
+        state_columns=("shield_corrected", "shield_correction", "shield_clipped", "shield_infeasible",
+                       "shield_model_loss"),
+        # the step limit C = shield_budget_scale * d/T; the first shield_warmup_updates updates act
+        # uniformly at random (Dalal et al.'s pre-training of the cost model)
+        scalars={"shield_lagrangian_lr": 3.0, "shield_lagrangian_init": 0.0, "shield_lr": 3e-3,
+                 "shield_fit_steps": 16.0, "shield_budget_scale": 1.0, "shield_warmup_updates": 10.0}),
 }
 
 ALGOS: tuple[str, ...] = tuple(ALGORITHMS)
