@@ -83,45 +83,166 @@ def test_cvar_multiplier_moves_with_the_tail_not_the_mean():
 
 # ---- PPO-Shield ----------------------------------------------------------------------------
 
-def constant_model(f, g):
-    """A shield model predicting cost f + g . a everywhere (the hidden layer's output ignored)."""
-    model = ppo_shield.init(hyper("ppo_shield")).model
-    bias = jnp.zeros_like(model[1]["b"]).at[0].set(f).at[1:1 + len(g)].set(jnp.asarray(g, jnp.float32))
-    return [model[0], {"w": jnp.zeros_like(model[1]["w"]), "b": bias}]
+def shield_hyper(sets=()):
+    return hyper("ppo_shield", sets)
 
 
-def test_the_shield_corrects_an_action_that_would_break_the_budget_to_the_budget():
-    model, obs = constant_model(0.5, [1.0, 0.0]), jnp.zeros((3, 5))
-    actions = jnp.array([[0.2, 0.3], [-0.5, 0.3], [0.9, -0.7]])  # predicted 0.7, 0.0, 1.4; budget 0.1
-    taken, lam = ppo_shield.correct(model, jnp.float32(0.1), obs, actions)
-    np.testing.assert_allclose(np.asarray(lam), [0.6, 0.0, 1.3], atol=1e-6)
-    # a* = a - lambda* g: on the budget exactly (0.5 - 0.4 = 0.1), the safe action untouched, the
-    # third clipped to the action box (-0.4 -> fine; 0.9 - 1.3 = -0.4)
-    np.testing.assert_allclose(np.asarray(taken), [[-0.4, 0.3], [-0.5, 0.3], [-0.4, -0.7]], atol=1e-6)
-    unreachable = ppo_shield.correct(constant_model(1.5, [1.0, 0.0]), jnp.float32(0.1), obs[:1], jnp.zeros((1, 2)))
-    np.testing.assert_allclose(np.asarray(unreachable[0]), [[-1.0, 0.0]], atol=1e-6)  # as far as the box allows
-    fresh = ppo_shield.init(hyper("ppo_shield"))  # an untrained model predicts 0: no correction
-    assert bool(jnp.all(ppo_shield.act(fresh, jnp.ones((4, 7)), actions[:1].repeat(4, 0), None) == actions[0]))
+def shield_state(h, seed=0, **fields):
+    import jax
+
+    return ppo_shield.init(h, jax.random.PRNGKey(seed))._replace(**fields)
 
 
-def test_the_shield_fits_its_model_to_the_rollout_and_takes_the_per_step_budget():
-    h = hyper("ppo_shield", ["shield_budget_scale=2", "shield_fit_steps=50", "shield_lr=0.01"])
-    rng = np.random.default_rng(0)
-    obs = jnp.asarray(rng.normal(size=(16, 8, 6)), jnp.float32)
-    raw = jnp.asarray(rng.normal(size=(16, 8, 2)), jnp.float32)
-    cost = 0.3 + 0.2 * jnp.tanh(raw[..., 0])  # linear in the action taken (no correction yet)
-    stats = UpdateStats(jnp.float32(0.05), jnp.float32(0.05 - 0.02), jnp.zeros((16, 8), bool),
-                        jnp.zeros((16, 8)), obs, raw, cost)  # d/T = 0.02
-    after = ppo_shield.update(ppo_shield.init(h), stats, h)
-    assert float(after.model_loss) == pytest.approx(float(jnp.mean(cost ** 2)), rel=1e-5)  # before its fit
-    f, g = ppo_shield.cost_model(after.model, obs.reshape(-1, 6), 2)
-    fitted = jnp.mean(jnp.square(f + jnp.sum(g * jnp.tanh(raw.reshape(-1, 2)), -1) - cost.reshape(-1)))
-    assert float(fitted) < 0.05 * float(after.model_loss)
-    assert float(after.step_budget) == pytest.approx(0.04)  # 2 x d/T
-    assert float(after.corrected) == 0.0  # the rollout was unshielded (an untrained model)
-    # the next rollout: every step predicted over 0.04, every action corrected
-    assert float(ppo_shield.update(after, stats, h).corrected) == 1.0
-    assert float(after.lam) == pytest.approx(3.0 * 0.03)  # PPO-Lag's step, shield_lagrangian_lr 3
+def layer(g, cost, limit, actions):
+    out = ppo_shield.safety_layer(jnp.asarray(g, jnp.float32), jnp.asarray(cost, jnp.float32),
+                                  jnp.float32(limit), jnp.asarray(actions, jnp.float32))
+    return [np.asarray(x) for x in out]
+
+
+def test_the_layer_is_dalals_closed_form_inside_the_box_hand_worked():
+    # g = (1, 0), c(s) = 0, C = 0.1: lambda* = (g . mu + c - C) / g . g
+    taken, corrected, clipped, infeasible = layer([[1.0, 0.0]] * 3, [0.0, 0.0, 0.3], 0.1,
+                                                  [[0.2, 0.3], [-0.5, 0.3], [0.9, -0.7]])
+    # 0.2 > 0.1: lambda* 0.1 -> (0.1, 0.3); -0.5 meets it: untouched; c(s) 0.3: 0.3 + 0.9 > 0.1,
+    # lambda* 1.1 -> (-0.2, -0.7), whose predicted cost 0.3 - 0.2 is the limit exactly
+    np.testing.assert_allclose(taken, [[0.1, 0.3], [-0.5, 0.3], [-0.2, -0.7]], atol=1e-6)
+    assert corrected.tolist() == [True, False, True] and not clipped.any() and not infeasible.any()
+
+
+def test_where_the_closed_form_leaves_the_box_the_layer_still_meets_the_limit_hand_worked():
+    # g = (1, 0.1), margin C - c = -1.05: lambda* = 1.05 / 1.01 puts a0 at -1.04, whose clip
+    # (-1, -0.104) predicts -1.0104 > -1.05. The box's own solution: a0 stays at -1 from lambda 1
+    # on, g . a falls at 0.01 per unit of lambda, so lambda = 1 + 0.04 / 0.01 = 5: (-1, -0.5)
+    taken, corrected, clipped, infeasible = layer([[1.0, 0.1]], [0.0], -1.05, [[0.0, 0.0]])
+    np.testing.assert_allclose(taken, [[-1.0, -0.5]], atol=1e-5)
+    assert corrected.all() and clipped.all() and not infeasible.any()
+
+
+def test_where_no_action_meets_the_limit_the_layer_leaves_the_action_alone():
+    # c(s) 1.5, C 0.1: the least cost in the box is 1.5 - 1.1 > 0.1; g = 0: nothing moves the cost
+    actions = [[0.3, -0.2], [0.9, 0.9]]
+    taken, corrected, clipped, infeasible = layer([[1.0, 0.1], [0.0, 0.0]], [1.5, 0.5], 0.1, actions)
+    np.testing.assert_array_equal(taken, np.asarray(actions, np.float32))
+    assert infeasible.all() and not corrected.any() and not clipped.any()
+
+
+def linear_cost_task(rng, n, obs_size=6, cost_scale=0.3):
+    """A toy task whose cost is linear in the action: c(s') = c(s) + g(s) . a with the known
+    g(s) = (0.5 + 0.3 s_0, -0.4 + 0.2 s_1) (s: the observation, standard normal)."""
+    obs = rng.normal(size=(n, obs_size)).astype(np.float32)
+    g = np.stack([0.5 + 0.3 * obs[:, 0], -0.4 + 0.2 * obs[:, 1]], axis=-1).astype(np.float32)
+    cost = rng.uniform(0.0, cost_scale, size=n).astype(np.float32)
+    return obs, g, cost
+
+
+def trained_on_the_toy(h, updates=6, seed=0):
+    """The shield's model after `updates` warm-up updates on the toy's uniformly random actions."""
+    rng = np.random.default_rng(seed)
+    s = shield_state(h)
+    for _ in range(updates):
+        obs, g, cost = linear_cost_task(rng, 16 * 64)
+        action = rng.uniform(-1, 1, size=(16 * 64, 2)).astype(np.float32)
+        record = ppo_shield.StepRecord(*(jnp.asarray(x).reshape((16, 64) + x.shape[1:]) for x in (
+            action, cost, np.zeros(len(cost), bool), np.zeros(len(cost), np.float32),
+            np.zeros(len(cost), bool), np.zeros(len(cost), bool))))
+        next_cost = cost + np.sum(g * action, axis=-1)
+        stats = UpdateStats(jnp.float32(0.05), jnp.float32(0.05 - 0.02), jnp.zeros((16, 64), bool),
+                            jnp.zeros((16, 64)), jnp.asarray(obs).reshape(16, 64, -1), None,
+                            jnp.asarray(next_cost).reshape(16, 64), record)  # d/T = 0.02
+        s = ppo_shield.update(s, stats, h)
+    return s
+
+
+@pytest.fixture(scope="module")
+def toy_shield():
+    h = shield_hyper(["shield_fit_steps=200", "shield_lr=0.01", "shield_warmup_updates=6"])
+    return h, trained_on_the_toy(h)
+
+
+def test_the_model_learns_the_toys_known_g(toy_shield):
+    h, s = toy_shield
+    obs, g, _ = linear_cost_task(np.random.default_rng(1), 2000)
+    learned = np.asarray(ppo_shield.cost_gradient(s.model, s.norm, jnp.asarray(obs), 2))
+    assert np.mean(np.abs(learned - g)) < 0.05 * np.mean(np.abs(g))  # within 5 % of |g|
+    assert float(s.model_loss) < 1e-3  # the last warm-up update's error before its fit
+
+
+def test_after_warm_up_the_shields_actions_meet_the_limit_wherever_an_action_can(toy_shield):
+    import jax
+
+    h, s = toy_shield
+    assert int(s.updates) == 6 and float(s.limit) == pytest.approx(0.02)  # C = d/T
+    assert np.isnan(float(s.corrected)) and float(s.lam) == 0.0  # warm-up: no layer, lambda waits
+    rng = np.random.default_rng(2)
+    obs, g_true, cost = linear_cost_task(rng, 4000, cost_scale=1.2)
+    mu = rng.uniform(-1, 1, size=(4000, 2)).astype(np.float32)
+    taken, record = ppo_shield.act(s, jnp.asarray(obs), jnp.asarray(mu), h, jnp.asarray(cost),
+                                   jax.random.PRNGKey(0))
+    taken, record = np.asarray(taken), jax.tree_util.tree_map(np.asarray, record)
+    g = np.asarray(ppo_shield.cost_gradient(s.model, s.norm, jnp.asarray(obs), 2))
+    limit = float(s.limit)
+    feasible = cost - np.abs(g).sum(-1) <= limit
+    assert np.abs(taken).max() <= 1.0
+    # every kind of state occurs: met already, corrected inside the box, at the box, infeasible
+    assert record.corrected.sum() > 100 and record.clipped.sum() > 20 and (~feasible).sum() > 100
+    assert ((cost + np.sum(g * mu, -1) <= limit) & feasible).sum() > 100
+    # feasible: the predicted cost of the action taken meets the limit, and so does the true one
+    # up to the model's error; the action moved no further than the nearest one that meets it
+    predicted = cost + np.sum(g * taken, -1)
+    assert np.all(predicted[feasible] <= limit + 1e-5)
+    assert np.all((cost + np.sum(g_true * taken, -1))[feasible] <= limit + 0.1)
+    assert np.mean((cost + np.sum(g_true * taken, -1))[feasible] <= limit + 0.02) > 0.95
+    np.testing.assert_array_equal(taken[~record.corrected], mu[~record.corrected])
+    # the stated rule where none does: the policy's action, untouched
+    assert record.infeasible.tolist() == (~feasible).tolist()
+    np.testing.assert_array_equal(taken[~feasible], mu[~feasible])
+    # the closed form where the clip does not bind: a* = mu - lambda* g
+    inside = record.corrected & ~record.clipped
+    lam = (np.sum(g * mu, -1) + cost - limit) / np.sum(g * g, -1)
+    np.testing.assert_allclose(taken[inside], (mu - lam[:, None] * g)[inside], atol=1e-5)
+    np.testing.assert_allclose(record.size, np.linalg.norm(taken - mu, axis=-1), atol=1e-6)
+
+
+def test_the_warm_up_acts_at_random_then_the_layer_and_the_multiplier_take_over(toy_shield):
+    import jax
+
+    h, s = toy_shield
+    obs, _, cost = linear_cost_task(np.random.default_rng(3), 512)
+    mu = jnp.zeros((512, 2))
+    warm = s._replace(updates=jnp.int32(5))  # the last warm-up update: uniform actions over the box
+    taken, _ = ppo_shield.act(warm, jnp.asarray(obs), mu, h, jnp.asarray(cost), jax.random.PRNGKey(4))
+    taken = np.asarray(taken)
+    assert np.abs(taken).max() <= 1.0 and taken.std() > 0.5 and abs(taken.mean()) < 0.1
+    # after the warm-up the multiplier moves (PPO-Lag's step) and the layer's statistics show
+    after = trained_on_the_toy(h, updates=7)
+    assert float(after.lam) == pytest.approx(3.0 * 0.03)  # shield_lagrangian_lr 3, c - d/T = 0.03
+    assert 0.0 <= float(after.corrected) <= 1.0 and np.isfinite(float(after.infeasible))
+    # the policy loss is 0 in the warm-up, PPO-Lag's after
+    from algos.interface import LossInputs
+
+    x = LossInputs(jnp.ones(4) * 1.1, jnp.log(jnp.ones(4) * 1.1), jnp.arange(4.0), jnp.ones(4), jnp.float32(0.5),
+                   jnp.float32(0.0), warm)
+    assert float(ppo_shield.loss(x, h)) == 0.0
+    from algos.hooks import ppo_lag_loss
+
+    assert float(ppo_shield.loss(x._replace(state=s), h)) == pytest.approx(float(ppo_lag_loss(x, h)))
+
+
+def test_the_models_init_is_the_runs_seed(tmp_path):
+    import jax
+
+    from algos.core import build_programs
+
+    def model(seed):
+        cfg = make_config("cpu", dict(task="circle", algo="ppo_shield", bound=1.0, seed=seed, num_envs=2,
+                                      episode_length=64, eval_episodes=2), ["env.contact_model=simple"])
+        state = jax.jit(build_programs(cfg, shared=False).init)(jnp.int32(seed), hyper_of(cfg))
+        return [np.asarray(x) for x in jax.tree_util.tree_leaves(state.algo.model)]
+
+    first, again, other = model(3), model(3), model(4)
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    assert any(not np.array_equal(a, b) for a, b in zip(first, other))  # another seed, another init
 
 
 # ---- training (slow) -----------------------------------------------------------------------
@@ -132,7 +253,8 @@ TASK_OF = {"ppo_chance": "circle", "ppo_cvar": "goal", "ppo_shield": "circle"}
 def config(algo, sets=()):
     return make_config("cpu", dict(task=TASK_OF[algo], algo=algo, bound=1.0, seed=2, total_steps=6 * 2048,
                                    num_envs=4, episode_length=64, eval_episodes=4),
-                       ["chunk_updates=2", "env.contact_model=simple", *sets])
+                       ["chunk_updates=2", "env.contact_model=simple",
+                        *(["shield_warmup_updates=2"] if algo == "ppo_shield" else []), *sets])
 
 
 def tables(out):
@@ -195,17 +317,21 @@ def test_trains_and_resumes_bitwise(algo, tmp_path):
     spec = registry.get(algo)
     assert list(tr_a.columns[-len(spec.state_columns):]) == list(spec.state_columns)
     after = tr_a[tr_a["update"] > 0]
-    assert len(after) and (after.multiplier > 0).any()  # bound 1: violated, the multiplier rose
+    assert len(after)
     if algo in ("ppo_chance", "ppo_cvar"):
+        assert (after.multiplier > 0).any()  # bound 1: violated, the multiplier rose
         check_estimates_against_the_episodes(algo, ep_a, tr_a)
-    else:
-        assert (after.shield_corrected > 0).any() and np.isfinite(after.shield_model_loss).all()
+    else:  # 2 warm-up updates (config): no layer, the multiplier waits; then the layer acts
+        warm, shielded = tr_a[tr_a["update"] <= 2], tr_a[tr_a["update"] > 2]
+        assert warm.shield_corrected.isna().all() and (warm.multiplier == 0).all() and len(shielded)
+        assert (shielded.shield_corrected > 0).any() and shielded.shield_infeasible.between(0, 1).all()
+        assert np.isfinite(after.shield_model_loss).all() and (tr_a.multiplier >= 0).all()
 
 
 @pytest.mark.slow
 def test_an_inactive_shield_is_ppo_lag_and_an_active_one_changes_the_rollout():
-    """The act hook is the only way the shield reaches the env: with a budget no prediction can
-    exceed it is PPO-Lag bit for bit; with its budget it steers the rollout. PPO-Lag runs in its
+    """The act hook is the only way the shield reaches the env: without a warm-up and with a
+    limit no prediction can exceed it is PPO-Lag bit for bit; with its limit it steers the rollout. PPO-Lag runs in its
     own program here: a sequential run shares one with PPO, P3O and FOCOPS (algos.programs),
     which XLA fuses otherwise, so the last bits differ from the shield's program."""
     import jax
@@ -216,8 +342,9 @@ def test_an_inactive_shield_is_ppo_lag_and_an_active_one_changes_the_rollout():
                 eval_episodes=4)
     sets = ["chunk_updates=4", "env.contact_model=simple"]
     runs = {"lag": make_config("cpu", dict(base, algo="ppo_lag"), sets),
-            "off": make_config("cpu", dict(base, algo="ppo_shield"), sets + ["shield_budget_scale=1e9"]),
-            "on": make_config("cpu", dict(base, algo="ppo_shield"), sets)}
+            "off": make_config("cpu", dict(base, algo="ppo_shield"), sets + ["shield_budget_scale=1e9",
+                                                                          "shield_warmup_updates=0"]),
+            "on": make_config("cpu", dict(base, algo="ppo_shield"), sets + ["shield_warmup_updates=1"])}
     out = {}
     for name, cfg in runs.items():
         programs, h = build_programs(cfg, shared=False), hyper_of(cfg)
