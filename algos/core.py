@@ -216,12 +216,28 @@ def env_batch(fn, fold_members: bool = False):
     def over_members(axis_size, in_batched, *args):
         args = jax.tree_util.tree_map(
             lambda x, b: x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x)), args, tuple(in_batched))
-        flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), args)
-        out = over_envs(*flat)
-        out = jax.tree_util.tree_map(lambda x: x.reshape((axis_size, -1) + x.shape[1:]), out)
-        return out, jax.tree_util.tree_map(lambda _: True, out)
+        out = over_envs(*jax.tree_util.tree_map(merge_member_axis, args))
+        return jax.tree_util.tree_map(lambda x: split_member_axis(x, axis_size), out), \
+            jax.tree_util.tree_map(lambda _: True, out)
 
     return fold
+
+
+# The fold's two reshapes. Every leaf a task's state holds carries the env axis first (it comes
+# out of a vmap over envs), whatever else it is: zero-size (MJX keeps empty contact arrays),
+# integer, boolean, or a per-env scalar. The sizes are spelled out rather than inferred with -1,
+# which is ambiguous, and fails, for a leaf with no elements.
+def merge_member_axis(x):
+    """[P, N, ...] -> [P*N, ...]."""
+    x = jnp.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"env_batch: a leaf of shape {x.shape} has no env axis to fold the members into")
+    return x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:])
+
+
+def split_member_axis(x, members: int):
+    """[P*N, ...] -> [P, N, ...]."""
+    return x.reshape((members, x.shape[0] // members) + x.shape[1:])
 
 
 def build_programs(config: TrainConfig, env=None, batched: bool = False, shared: bool | None = None) -> Programs:
