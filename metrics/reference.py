@@ -29,8 +29,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from . import strict_yaml
 from .atomic import write_text
 from .dnorm_plus import DEFINITIONS as DNORM_PLUS
+from .safe_text import read_csv
 from .schema import METRICS, PHASES, RUN_KEYS, EpisodeTableError, MetricsWarning, require_columns
 
 FORMAT = "saferl-eval reference"
@@ -136,7 +138,7 @@ def load_reference(name_or_path) -> dict:
     """A checked reference: its header fields plus `iqm` and `tiers` as DataFrames."""
     path = resolve(name_or_path)
     try:
-        ref = yaml.safe_load(path.read_text())
+        ref = strict_yaml.load(path.read_text())  # the project's one YAML reader (alias bombs, repeated keys)
     except (OSError, yaml.YAMLError) as err:
         raise ReferenceError(f"{path}: cannot be read as a reference: {str(err).splitlines()[0]}") from None
     if not isinstance(ref, dict) or ref.get("format") != FORMAT:
@@ -193,9 +195,9 @@ def make_reference(results_dir, name: str, source: str, command: str, runs_root=
     conditions.csv, aggregate.json); the runs' code versions from their run.json files."""
     folder = Path(results_dir)
     try:
-        iqm = pd.read_csv(folder / "iqm.csv")
-        tiers = pd.read_csv(folder / "tiers.csv")
-        conditions = pd.read_csv(folder / "conditions.csv")
+        iqm = read_csv(folder / "iqm.csv")  # names as text: an algorithm named NA stays one
+        tiers = read_csv(folder / "tiers.csv")
+        conditions = read_csv(folder / "conditions.csv")
         meta = json.loads((folder / "aggregate.json").read_text())
     except (OSError, ValueError) as err:
         raise EpisodeTableError(f"{folder}: not a finished results folder ({err}); run `python -m metrics evaluate`") from None
@@ -276,7 +278,7 @@ def summary_line(metrics: pd.DataFrame, tier_table: pd.DataFrame, name: str) -> 
 def read_results(results_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
     folder = os.fspath(results_dir)
     try:
-        return pd.read_csv(os.path.join(folder, "iqm.csv")), pd.read_csv(os.path.join(folder, "tiers.csv"))
+        return read_csv(os.path.join(folder, "iqm.csv")), read_csv(os.path.join(folder, "tiers.csv"))
     except (OSError, ValueError) as err:
         raise EpisodeTableError(f"{folder}: needs iqm.csv and tiers.csv ({err}); run `python -m metrics evaluate`") from None
 
@@ -303,7 +305,7 @@ def read_sweep(results_dir) -> Sweep:
             meta = json.loads(Path(path).read_text())
         path = os.path.join(folder, "conditions.csv")
         if os.path.exists(path):
-            cond = pd.read_csv(path, usecols=["task", "bound"])
+            cond = read_csv(path)[["task", "bound"]]
         else:
             path = os.path.join(folder, "run_metrics.parquet")
             cond = pd.read_parquet(path, columns=["task", "bound"]) if os.path.exists(path) else None
