@@ -14,6 +14,8 @@ programs XLA compiled in this process are saved (jax_cache_hits).
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import os
@@ -86,6 +88,23 @@ def entry_path(cache_dir: str, code: str, static_key, env, size, mode: str) -> s
     """The file that holds (or will hold) these programs."""
     key = repr((code, static_key, env, size, mode, _platform()))
     return os.path.join(cache_dir, SUBDIR, hashlib.sha256(key.encode()).hexdigest()[:32] + ".pkl")
+
+
+@contextlib.contextmanager
+def one_compiler(path: str):
+    """Held while a job looks up, and if need be compiles and stores, the entry at `path`: jobs
+    that need the same programs at once (the pack jobs of one task in a sequential sweep share
+    one program; local jobs run as threads of one process, cluster jobs as processes sharing
+    the folder) compile them once, the others wait and load. flock is per open file, so it
+    also keeps threads apart; a job that dies releases it. Where the filesystem has no locks,
+    each job compiles on its own, as before."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield  # closing the file releases the lock
 
 
 def load(path: str):

@@ -31,6 +31,7 @@ compiled-program cache beside it (algos.program_cache), across processes.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -123,11 +124,7 @@ _COMPILED: dict = {}
 def compile_programs(config, env=None, size: int | None = None, mode: str | None = None) -> Compiled:
     """AOT-compile the programs of `config`'s static part, for one run (`size` None) or a pack
     of `size` members (pack_slots) in `mode` (default: the config's `pack_mode`, resolved)."""
-    import jax
-    import jax.numpy as jnp
-
-    from algos.config import hyper_of, register_hyper, stacked_hyper
-    from algos.core import build_programs, make_env
+    from algos.core import make_env
 
     mode = "sequential" if size is None else resolve_mode(mode or config.pack_mode)
     env = env if env is not None else make_env(config)
@@ -136,12 +133,25 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
         return _COMPILED[cache_key]._replace(compile_s=0.0)
     start = time.perf_counter()
     stored = _stored_path(config, env, size, mode)
+    with program_cache.one_compiler(stored) if stored else contextlib.nullcontext():
+        if cache_key in _COMPILED:  # compiled by another thread of this process while this one waited
+            return _COMPILED[cache_key]._replace(compile_s=time.perf_counter() - start)
+        compiled = _load_or_compile(config, env, size, mode, stored, start)
+    _COMPILED[cache_key] = compiled
+    return compiled
+
+
+def _load_or_compile(config, env, size, mode, stored, start) -> Compiled:
+    import jax
+    import jax.numpy as jnp
+
+    from algos.config import hyper_of, register_hyper, stacked_hyper
+    from algos.core import build_programs
+
     register_hyper()  # a stored program's argument tree names Hyper
     loaded = program_cache.load(stored) if stored else None
     if loaded is not None:
-        compiled = Compiled(*loaded, time.perf_counter() - start, mode, source="loaded")
-        _COMPILED[cache_key] = compiled
-        return compiled
+        return Compiled(*loaded, time.perf_counter() - start, mode, source="loaded")
     programs = build_programs(config, env, batched=mode == "batched")
     template = jax.eval_shape(programs.init, jnp.int32(0), hyper_of(config))
     if size is None:
@@ -171,9 +181,7 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
     executables = tuple(program.compile() for program in lowered)
     if stored and program_cache.jax_cache_hits() == hits:
         program_cache.save(stored, executables, template)
-    compiled = Compiled(*executables, template, time.perf_counter() - start, mode)
-    _COMPILED[cache_key] = compiled
-    return compiled
+    return Compiled(*executables, template, time.perf_counter() - start, mode)
 
 
 def _stored_path(config, env, size, mode) -> str | None:

@@ -92,3 +92,36 @@ def test_an_entry_is_keyed_by_code_config_env_size_mode_and_xla_flags(tmp_path, 
     assert program_cache.entry_path(**{**base, "static_key": runtime.static_key(shared=True)}) == path
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_max_isa=AVX")
     assert program_cache.entry_path(**base) != path
+
+
+RACE = textwrap.dedent("""
+    import sys, threading
+    from algos import programs
+    from algos.config import make_config
+
+    programs.enable_compilation_cache(sys.argv[1])
+    cfg = make_config("cpu", dict(task="circle", algo=sys.argv[2], total_steps=8 * 2048, num_envs=4,
+                                  episode_length=64, eval_episodes=4), ["chunk_updates=4"])
+    sources = []
+    threads = [threading.Thread(target=lambda: sources.append(programs.compile_programs(cfg, size=2, mode="sequential")))
+               for _ in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    print("sources", sorted(c.source for c in sources), sources[0] is sources[1] or sources[0].init is sources[1].init)
+""")
+
+
+@pytest.mark.slow
+def test_jobs_that_need_the_same_programs_at_once_compile_them_once(tmp_path):
+    """Two processes (cluster jobs sharing the cache folder), each with two threads (local jobs
+    run as threads of the controller), ask for one shared program at the same moment: one
+    thread of one process compiles it, its sibling gets the same executables, and the other
+    process waits and loads them instead of compiling them a second time."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    cache = str(tmp_path / "cache")
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, cache, algo], cwd=REPO, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for algo in ("ppo", "ppo_lag")]
+    outputs = [p.communicate(timeout=900) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outputs]
+    lines = sorted(out.strip().splitlines()[-1] for out, _ in outputs)
+    assert lines == ["sources ['compiled', 'compiled'] True", "sources ['loaded', 'loaded'] True"], lines
