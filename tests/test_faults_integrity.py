@@ -108,7 +108,7 @@ def test_a_row_count_or_size_that_disagrees_with_run_json_is_incomplete(tmp_path
 def test_damaged_runs_are_retrained_by_the_same_command_and_the_metrics_match(tiny_sweep, tmp_path):
     sweep = tmp_path / "sweep"
     shutil.copytree(tiny_sweep, sweep, symlinks=True)
-    runs = sweep / run_layout.RUNS_ROOT
+    runs = sweep / "results-tiny" / "runs"  # the tiny preset's own folder
     flip_a_bit(runs / "circle/d15/ppo/seed0" / run_layout.EPISODES)  # 1
     meta_path = runs / "circle/d25/ppo_lag/seed1" / run_layout.RUN_JSON  # 2
     meta = json.loads(meta_path.read_text())
@@ -120,13 +120,13 @@ def test_damaged_runs_are_retrained_by_the_same_command_and_the_metrics_match(ti
     damaged = {"circle/d15/ppo/seed0", "circle/d25/ppo_lag/seed1", "circle/d25/ppo/seed1", "circle/d15/ppo_lag/seed0"}
     planned = plan.dry_run(sweep, ["--configfile", "tiny.yaml"])
     outputs = {o for j in planned if j.rule.startswith("train_") for o in j.outputs}
-    assert {o.rsplit("/", 1)[0].removeprefix("results/runs/") for o in outputs} == damaged
+    assert {o.rsplit("/", 1)[0].removeprefix("results-tiny/runs/") for o in outputs} == damaged
     proc = subprocess.run([*SNAKEMAKE, "--configfile", "tiny.yaml"], cwd=sweep, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for name in ("iqm.csv", "tiers.csv", "conditions.csv"):
-        assert (sweep / "results/metrics" / name).read_text() == (tiny_sweep / "results/metrics" / name).read_text()
-    pd.testing.assert_frame_equal(pd.read_parquet(sweep / "results/metrics/run_metrics.parquet"),
-                                  pd.read_parquet(tiny_sweep / "results/metrics/run_metrics.parquet"))
+        assert (sweep / "results-tiny/metrics" / name).read_text() == (tiny_sweep / "results-tiny/metrics" / name).read_text()
+    pd.testing.assert_frame_equal(pd.read_parquet(sweep / "results-tiny/metrics/run_metrics.parquet"),
+                                  pd.read_parquet(tiny_sweep / "results-tiny/metrics/run_metrics.parquet"))
     for run in damaged:
         assert runfolder.incomplete_reason(runs / run, verify=True) is None
     assert plan.dry_run(sweep, ["--configfile", "tiny.yaml"]) == []
@@ -300,11 +300,79 @@ def test_the_report_command_builds_a_page_from_the_stage_files(tiny_sweep, tmp_p
     """python -m workflow.report OUT --iqm --tiers --conditions [--config]: the report alone."""
     from workflow import report
 
-    metrics_dir = tiny_sweep / "results" / "metrics"
+    metrics_dir = tiny_sweep / "results-tiny" / "metrics"
     config = tmp_path / "config.yaml"
     config.write_text("preset: tiny\n")
     out = tmp_path / "report.html"
     report.main([str(out), "--iqm", str(metrics_dir / "iqm.csv"), "--tiers", str(metrics_dir / "tiers.csv"),
                  "--conditions", str(metrics_dir / "conditions.csv"), "--config", str(config)])
     page = out.read_text()
-    assert "<html" in page.lower() and "ppo_lag" in page.lower().replace("-", "_")
+    assert page.lstrip().lower().startswith("<!doctype html><html") and page.rstrip().endswith("</html>")
+    assert "preset <b>tiny</b>" in page and "1 tasks x 2 bounds x 2 algorithms x 2 seeds" in page
+    tables = report_tables(page)
+    for section, name in (("Safety tiers", "tiers.csv"), ("IQM over tasks and bounds", "iqm.csv"),
+                          ("Per condition", "conditions.csv")):
+        want = pd.read_csv(metrics_dir / name, dtype=str, keep_default_na=False)
+        header, rows = tables[section]
+        assert header == list(want.columns), section
+        assert len(rows) == len(want) > 0, section
+        for r, (got, expected) in enumerate(zip(rows, want.itertuples(index=False))):
+            for column, cell, value in zip(want.columns, got, expected):
+                assert same_cell(cell, value), (section, r, column, cell, value)
+    tiers = pd.read_csv(metrics_dir / "tiers.csv")
+    assert set(tiers["algo"]) == {"ppo", "ppo_lag"}  # the tiny sweep's algorithms, each with its tier rows
+
+
+def same_cell(shown: str, stored: str) -> bool:
+    """A report cell shows a stage file's value: numbers to the 4 significant digits it prints
+    (a missing value as NaN), text as it is."""
+    if stored in ("", "NaN", "nan"):
+        return shown in ("NaN", "nan", "")
+    try:
+        value = float(stored)
+    except ValueError:
+        return shown == stored
+    if stored.lower() in ("true", "false"):
+        return shown == stored
+    return float(shown) == pytest.approx(value, rel=5e-4, abs=1e-12)
+
+
+def report_tables(page: str) -> dict:
+    """{h2 heading: (header cells, rows of cells)} of the first table after each heading."""
+    from html.parser import HTMLParser
+
+    class Tables(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.found, self.heading, self.text, self.row, self.table = {}, None, None, None, None
+
+        def handle_starttag(self, tag, attrs):
+            if tag in ("h2", "td", "th"):
+                self.text = ""
+            elif tag == "table" and self.heading and self.heading not in self.found:
+                self.table = ([], [])
+            elif tag == "tr" and self.table is not None:
+                self.row = []
+
+        def handle_data(self, data):
+            if self.text is not None:
+                self.text += data
+
+        def handle_endtag(self, tag):
+            if tag == "h2":
+                self.heading, self.text = self.text.strip(), None
+            elif tag in ("td", "th") and self.row is not None:
+                self.row.append((tag, self.text.strip()))
+                self.text = None
+            elif tag == "tr" and self.table is not None and self.row is not None:
+                if all(kind == "th" for kind, _ in self.row):
+                    self.table[0].extend(text for _, text in self.row)
+                else:
+                    self.table[1].append([text for _, text in self.row])
+                self.row = None
+            elif tag == "table" and self.table is not None:
+                self.found[self.heading], self.table = self.table, None
+
+    parser = Tables()
+    parser.feed(page)
+    return parser.found
