@@ -10,7 +10,9 @@ instruction set, XLA_FLAGS, JAX's numeric flags). An entry holds the three execu
 (jax.experimental.serialize_executable) and the training state's shapes; loading one gives the
 very executables that were saved, so a run's results do not depend on whether its programs
 were compiled or loaded. A missing, unreadable or foreign entry is compiled again; only
-programs XLA compiled in this process are saved (jax_cache_hits).
+programs XLA compiled in this process are saved (jax_cache_hits), and none that hold custom
+calls (storable: the CRAX tasks' programs). Jobs that need the same programs at once compile
+them once (one_compiler).
 """
 from __future__ import annotations
 
@@ -105,6 +107,27 @@ def one_compiler(path: str):
         except OSError:
             pass
         yield  # closing the file releases the lock
+
+
+def storable(lowered) -> bool:
+    """Whether programs can be stored: not when they call custom calls (the CRAX tasks' MJX
+    solves call LAPACK's Cholesky and triangular solves). An XLA:CPU executable holding one
+    deserialises without the call's target and crashes when it runs (a segfault at address 0,
+    not an error), so such programs are compiled by every job that needs them."""
+    return not any("custom_call" in program.as_text() for program in lowered)
+
+
+def mark_unstorable(path: str) -> None:
+    """Leave a note that these programs are not stored, so later jobs compile at once instead
+    of waiting for one another (one_compiler)."""
+    from metrics.atomic import atomic_path
+
+    with atomic_path(path + ".unstorable") as tmp, open(tmp, "w") as f:
+        f.write("programs with custom calls: compiled by each job (algos.program_cache.storable)\n")
+
+
+def is_unstorable(path: str) -> bool:
+    return os.path.exists(path + ".unstorable")
 
 
 def load(path: str):

@@ -133,7 +133,8 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
         return _COMPILED[cache_key]._replace(compile_s=0.0)
     start = time.perf_counter()
     stored = _stored_path(config, env, size, mode)
-    with program_cache.one_compiler(stored) if stored else contextlib.nullcontext():
+    waits = stored and not program_cache.is_unstorable(stored)  # else each job compiles its own, side by side
+    with program_cache.one_compiler(stored) if waits else contextlib.nullcontext():
         if cache_key in _COMPILED:  # compiled by another thread of this process while this one waited
             return _COMPILED[cache_key]._replace(compile_s=time.perf_counter() - start)
         compiled = _load_or_compile(config, env, size, mode, stored, start)
@@ -180,7 +181,10 @@ def _load_or_compile(config, env, size, mode, stored, start) -> Compiled:
     hits = program_cache.jax_cache_hits()  # counted over the compiles only (tracing runs small jits)
     executables = tuple(program.compile() for program in lowered)
     if stored and program_cache.jax_cache_hits() == hits:
-        program_cache.save(stored, executables, template)
+        if program_cache.storable(lowered):
+            program_cache.save(stored, executables, template)
+        else:
+            program_cache.mark_unstorable(stored)
     return Compiled(*executables, template, time.perf_counter() - start, mode)
 
 

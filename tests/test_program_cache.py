@@ -125,3 +125,19 @@ def test_jobs_that_need_the_same_programs_at_once_compile_them_once(tmp_path):
     assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outputs]
     lines = sorted(out.strip().splitlines()[-1] for out, _ in outputs)
     assert lines == ["sources ['compiled', 'compiled'] True", "sources ['loaded', 'loaded'] True"], lines
+
+
+def test_programs_with_custom_calls_are_not_stored_and_jobs_then_compile_side_by_side(tmp_path):
+    """XLA:CPU deserialises an executable that holds a custom call (the CRAX tasks' MJX solves
+    call LAPACK) without the call's target, and it then crashes when run: such programs are
+    never stored, and a note says so, so that later jobs do not wait on one another."""
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.eye(3) * 2.0
+    assert not program_cache.storable([jax.jit(jnp.linalg.cholesky).lower(x)])
+    assert program_cache.storable([jax.jit(lambda a: a @ a).lower(x)])
+    path = str(tmp_path / "programs" / "entry.pkl")
+    assert not program_cache.is_unstorable(path)
+    program_cache.mark_unstorable(path)
+    assert program_cache.is_unstorable(path) and not os.path.exists(path)
