@@ -254,6 +254,23 @@ def test_launcher_passes_the_account_to_the_controller_job(capsys):
     assert rc == 0 and "'slurm_account': 'proj42'" in capsys.readouterr().out
 
 
+def test_launcher_config_errors_name_the_file_or_option_that_set_the_key(tmp_path, capsys):
+    """A bad key is refused before anything is submitted, naming the --configfile that set it,
+    or --config when the command line set it last."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("preset: tiny\nseeds: 0\n")
+    profile = str(REPO / "cluster_profiles" / "local")
+    assert launch.main(["--profile", profile, "--dry-run", "--", "--configfile", str(mine)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("invalid configuration: ") and f"{mine}: " in err and "seeds" in err
+    assert launch.main(["--profile", profile, "--config", "seeds=-1", "--dry-run", "--", "--configfile", str(mine)]) == 1
+    err = capsys.readouterr().err
+    assert "--config: " in err and str(mine) not in err and "seeds" in err
+    assert launch.main(["--profile", profile, "--preset", "tiny", "--config", "algos=[ppo,trpo]", "--dry-run"]) == 1
+    err = capsys.readouterr().err
+    assert "--config: " in err and "trpo" in err
+
+
 def test_launcher_rejects_a_folder_without_profile(tmp_path):
     with pytest.raises(SystemExit):
         launch.main(["--profile", str(tmp_path), "--dry-run"])

@@ -49,7 +49,8 @@ def snakemake_command(profile: str, preset: str | None, extra: list[str],
 def check_config(preset: str | None, extra: list[str]) -> dict:
     """Resolve the configuration the controller's Snakemake will read (config/config.yaml, then
     any `--configfile`, `--config` and the preset), so a bad one is refused before a job is
-    submitted; raises config_validation.ConfigError."""
+    submitted; raises config_validation.ConfigError, which names the file (or option) that set
+    the offending key."""
     from workflow import config_validation as cv
 
     files, overrides, option = [], [], None
@@ -60,11 +61,11 @@ def check_config(preset: str | None, extra: list[str]) -> dict:
             overrides.append(arg)
         elif option is not None:
             files.append(arg)
-    user = cv.load_user_config(cv.DEFAULT_CONFIG)
-    for path in files:
-        user = cv.deep_merge(user, cv.load_user_config(path))
-    user = cv.deep_merge(user, cv.parse_overrides(overrides, "--config"))
-    return cv.resolve({**user, **({"preset": preset} if preset else {})})
+    # (source, mapping) layers in Snakemake's order, so an error names the file or option that set the key
+    layers = cv.user_layers([cv.DEFAULT_CONFIG, *files], cv.parse_overrides(overrides, "--config"))
+    if preset:
+        layers.append(("--preset", {"preset": preset}))
+    return cv.resolve(cv.merged_user_config(layers), layers=layers)
 
 
 def take_over(folder: str, cmd: list[str], workdir: str) -> None:
