@@ -8,6 +8,7 @@ imports nothing outside the standard library, so it is cheap to import anywhere.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -26,9 +27,12 @@ def atomic_path(path):
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.{_writer()}.", suffix=".tmp")
     os.close(fd)
     try:
-        yield tmp
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; results are for sharing
-        os.replace(tmp, path)
+        try:
+            yield tmp
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; results are for sharing
+            os.replace(tmp, path)
+        except OSError as err:
+            raise write_error(err, path, tmp) from err
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -64,15 +68,46 @@ def staged_directory(out_dir):
     remove_leftovers(out_dir, ".staging-")
     stage = tempfile.mkdtemp(dir=out_dir, prefix=f".staging-{_writer()}.")
     try:
-        yield stage
-        for name in sorted(os.listdir(stage)):
-            os.replace(os.path.join(stage, name), os.path.join(out_dir, name))
+        try:
+            yield stage
+            for name in sorted(os.listdir(stage)):
+                os.replace(os.path.join(stage, name), os.path.join(out_dir, name))
+        except OSError as err:
+            raise write_error(err, os.path.join(out_dir, _newest(stage) or ""), stage) from err
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         if created:
             shutil.rmtree(out_dir, ignore_errors=True)
         raise
     shutil.rmtree(stage, ignore_errors=True)
+
+
+class OutputWriteError(OSError):
+    """An output could not be written (disk full, quota, read-only): one line naming the output,
+    not the temporary name, and the errno kept for callers that tell transient errors apart."""
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+def write_error(err: OSError, path: str, tmp: str) -> OSError:
+    """`err` as an OutputWriteError naming `path`, when it names no file or only the temporary one
+    (pandas and pyarrow raise ENOSPC without a name); an error about another file is kept."""
+    if isinstance(err, OutputWriteError) or (err.filename is not None and not str(err.filename).startswith(tmp)):
+        return err
+    reason = err.strerror or str(err) or type(err).__name__
+    hint = "; free space and run the same command again" if err.errno in (errno.ENOSPC, errno.EDQUOT) \
+        or os.strerror(errno.ENOSPC) in reason else ""
+    return OutputWriteError(err.errno, f"cannot write {path}: {reason}{hint}")
+
+
+def _newest(folder: str) -> str | None:
+    """The last file written in a staging folder: the one a failed write was writing."""
+    try:
+        entries = list(os.scandir(folder))
+        return max(entries, key=lambda e: e.stat().st_mtime_ns).name if entries else None
+    except OSError:
+        return None
 
 
 # ---- leftovers of interrupted writes -----------------------------------------------------

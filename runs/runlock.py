@@ -121,6 +121,10 @@ def _create(path: Path, marker: dict) -> bool:
         os.link(tmp, path)
     except FileExistsError:
         return False
+    except OSError as err:  # a full disk: name the lock file, not the temporary one
+        from metrics.atomic import write_error
+
+        raise write_error(err, str(path), tmp) from err
     finally:
         os.remove(tmp)
     return True
@@ -182,4 +186,7 @@ def release(out_dir: str | os.PathLike) -> None:
     if marker is not None and marker.get("pid") == os.getpid() and marker.get("host") == socket.gethostname():
         from metrics.atomic import write_text
 
-        write_text(Path(out_dir) / JOB_MARKER, json.dumps(dict(marker, ended=time.time())) + "\n")
+        try:
+            write_text(Path(out_dir) / JOB_MARKER, json.dumps(dict(marker, ended=time.time())) + "\n")
+        except OSError:  # a full disk: the marker's pid ends with this process, which frees the lock
+            pass         # just as well, and the error that stopped the job is the one to report

@@ -340,8 +340,8 @@ def main(argv=None) -> int:
                 record_failure(m.out, f"{type(err).__name__}: {err}")
             raise
         # disk full, quota, an I/O error: the next attempt may find space; not recorded as final
-        print(f"runs.train: {err}: a transient I/O error, not recorded as a failure; a retry resumes "
-              f"from the last checkpoint", file=sys.stderr)
+        print(f"runs.train: {err} (a transient I/O error: not recorded as a failure; a retry resumes "
+              f"from the last checkpoint)", file=sys.stderr)
         return EXIT_TEMPFAIL
     except Exception as err:
         for m in members:
