@@ -236,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     say = (lambda line: print(line, file=sys.stderr)) if args.json or args.outdated else print
     say(sweep.headline(cfg, len(run_keys(cfg, args.dir))))
     verdict = sweep.check(cfg, args.dir)
+    if (clock := sweep.clock_notice(cfg, args.dir)):
+        say(clock)
     if verdict.kind == "other":
         print(one_line(verdict.message), file=sys.stderr)
         return 1

@@ -110,6 +110,38 @@ class Verdict:
     preset: str | None = None  # the preset that made the folder, when known
 
 
+CLOCK_SLACK_S = 60.0  # files dated less than this ahead are ordinary clock jitter
+
+
+def future_files(folder: str | os.PathLike, now: float | None = None) -> tuple[int, float]:
+    """(how many files under `folder` are dated more than CLOCK_SLACK_S after `now`, the largest lead
+    in seconds): a shared filesystem whose clock runs ahead of this host's."""
+    import time
+
+    now = time.time() if now is None else now
+    count, lead = 0, 0.0
+    for top, dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                ahead = os.stat(os.path.join(top, name), follow_symlinks=False).st_mtime - now
+            except OSError:
+                continue
+            if ahead > CLOCK_SLACK_S:
+                count, lead = count + 1, max(lead, ahead)
+    return count, lead
+
+
+def clock_notice(cfg: Mapping, root: str | os.PathLike = ".") -> str | None:
+    """A one-line warning when files of the sweep's folder are dated in the future, else None."""
+    count, lead = future_files(os.path.join(root, results_dir(cfg)))
+    if not count:
+        return None
+    ahead = f"{lead / 3600:.1f} h" if lead >= 3600 else f"{lead / 60:.0f} min"
+    return (f"warning: {count} file(s) in {results_dir(cfg)}/ are dated in the future, up to {ahead} ahead of this "
+            f"host's clock (a shared filesystem whose clock runs ahead?); complete runs are judged by their "
+            f"contents, not their dates, and are not retrained; new outputs are dated like their newest input")
+
+
 def _run_jsons(folder: str) -> list[str]:
     return sorted(glob.glob(os.path.join(glob.escape(folder), "runs", "*", "d*", "*", "seed*", "run.json")))
 

@@ -27,7 +27,7 @@ from runs.run_layout import RUN_FILES, bound_label
 from metrics.aggregate import META_FILE, OUTPUT_FILES
 from metrics.tiers import TIER_FILES as _TIER_FILE_NAMES
 from metrics.thresholds import thresholds_notice
-from workflow import adaptive, joblog, packs, sweep
+from workflow import adaptive, clock, joblog, packs, sweep
 from workflow.config_validation import ConfigError, resolve_snakemake
 
 try:  # each config file read again strictly; an error names the file or option that set the key
@@ -56,9 +56,13 @@ FIGURES_DIR = f"{RESULTS_DIR}/figures"
 LOGS_DIR = f"{RESULTS_DIR}/logs"
 REPORT = f"{RESULTS_DIR}/report.html"
 
+clock.tolerate_skew()  # outputs written now may be dated before future-dated inputs
+
 if workflow.is_main_process:
     _verdict = sweep.check(CFG)
     logger.info(sweep.headline(CFG, len(CFG["specs"])))
+    if (_clock := sweep.clock_notice(CFG)):
+        logger.warning(_clock)  # Snakemake compares dates; say when they cannot be trusted
     if _verdict.kind == "other":
         raise WorkflowError(_verdict.message)
     if _verdict.kind == "changed":
