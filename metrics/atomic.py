@@ -67,19 +67,38 @@ def staged_directory(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     remove_leftovers(out_dir, ".staging-")
     stage = tempfile.mkdtemp(dir=out_dir, prefix=f".staging-{_writer()}.")
+    moved = False
     try:
         try:
             yield stage
-            for name in sorted(os.listdir(stage)):
-                os.replace(os.path.join(stage, name), os.path.join(out_dir, name))
+            with _signals_held():  # a signal now would leave out_dir with some files new, some old
+                for name in sorted(os.listdir(stage)):
+                    os.replace(os.path.join(stage, name), os.path.join(out_dir, name))
+                moved = True
         except OSError as err:
             raise write_error(err, os.path.join(out_dir, _newest(stage) or ""), stage) from err
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
-        if created:
+        if created and not moved:  # a signal held during the moves arrives after them: out_dir is whole
             shutil.rmtree(out_dir, ignore_errors=True)
         raise
     shutil.rmtree(stage, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM wait until the block ends (the main thread only: signals go there)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class OutputWriteError(OSError):

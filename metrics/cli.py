@@ -235,7 +235,29 @@ def _print_thresholds(path) -> None:
         print(one_line(notice), file=sys.stderr)
 
 
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt(signum)
+
+
 def main(argv=None) -> int:
+    import signal
+    import threading
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupted) if main_thread else None  # cleans up as Ctrl-C does
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as err:  # every output is written atomically: none was left half-done
+        signum = err.args[0] if err.args and isinstance(err.args[0], int) else signal.SIGINT
+        print(f"error: stopped by {signal.Signals(signum).name}; no output was left half-written, "
+              f"run the same command again", file=sys.stderr)
+        return 128 + signum
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "reps", 1) < 1 or getattr(args, "seed", 0) < 0:
         print("error: --reps must be >= 1 and --seed >= 0", file=sys.stderr)

@@ -1,0 +1,269 @@
+"""Issue 46, faults a cluster user meets: a full disk, a skewed clock, an interrupt; then
+hostile inputs beyond the listed ones (a read-only results folder, a run folder that is a file,
+a truncated Parquet file, a spec.json that is a folder).
+
+The rule for each: one line naming the file, no output left looking complete, and the same
+command, rerun once the cause is gone, ends with the results of an undisturbed run.
+"""
+from __future__ import annotations
+
+import errno
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from metrics import cli as metrics_cli
+from runs import run_layout
+
+REPO = Path(__file__).resolve().parent.parent
+EPISODES = REPO / "docs" / "examples" / "episodes_other_framework.csv"
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+             "--workflow-profile", str(REPO / "cluster_profiles" / "local"), "--configfile", "tiny.yaml"]
+ENV = dict(os.environ, PYTHONPATH=str(REPO))
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (hidden ones too) by relative path."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# ---- a full disk ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 4 MiB tmpfs: a filesystem that fills up (mounting needs root; skipped where refused)."""
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs to fill ({proc.stderr.strip() or proc.returncode}): needs root")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(fs: Path, leave: int = 0) -> Path:
+    """Fill `fs` with a ballast file until a write fails, then give `leave` bytes back."""
+    ballast = fs / "ballast"
+    with open(ballast, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError as err:
+            assert err.errno == errno.ENOSPC
+    size = ballast.stat().st_size
+    with open(ballast, "r+b") as f:
+        f.truncate(max(size - leave, 0))
+    return ballast
+
+
+def engine(stage: str, out: Path, summary: Path) -> list[str]:
+    args = {"evaluate": ["evaluate", str(EPISODES)], "summarise": ["summarise", str(EPISODES)],
+            "aggregate": ["aggregate", str(summary)]}[stage]
+    return [*args, "--out", str(out), *(["--reps", "200", "--seed", "0"] if stage != "summarise" else [])]
+
+
+@pytest.mark.parametrize("stage", ["evaluate", "summarise", "aggregate"])
+def test_a_full_disk_is_one_line_naming_the_output_and_the_rerun_matches(small_fs, tmp_path, capsys, stage):
+    summary = tmp_path / "summary.parquet"
+    assert metrics_cli.main(["summarise", str(EPISODES), "--out", str(summary)]) == 0
+    name = "summary.parquet" if stage == "summarise" else "out"
+    assert metrics_cli.main(engine(stage, tmp_path / "reference" / name, summary)) == 0
+    capsys.readouterr()
+
+    ballast = fill(small_fs)
+    out = small_fs / name
+    assert metrics_cli.main(engine(stage, out, summary)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"error: cannot write {out}" in err and "No space left on device" in err, err
+    assert "free space and run the same command again" in err
+    assert sorted(p.name for p in small_fs.iterdir()) == ["ballast"]  # nothing half-written, no temporary left
+
+    ballast.unlink()
+    assert metrics_cli.main(engine(stage, out, summary)) == 0
+    reference = tmp_path / "reference" / name
+    if stage == "summarise":
+        assert out.read_bytes() == reference.read_bytes()
+    else:
+        assert files(out) == files(reference) and len(files(out)) >= 9
+
+
+TINY = ["--task", "circle", "--bound", "15", "--algo", "ppo", "--seed", "0", "--preset", "cpu",
+        "--total-steps", str(4 * 2048), "--num-envs", "4", "--episode-length", "64", "--eval-episodes", "4",
+        "--set", "chunk_updates=1", "--set", "checkpoint_every_s=0"]
+
+
+def train(out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runs.train", *TINY, "--out", str(out)], capture_output=True,
+                          text=True, env=ENV, cwd=REPO, timeout=600)
+
+
+def same_run(a: Path, b: Path) -> None:
+    assert (a / run_layout.EPISODES).read_bytes() == (b / run_layout.EPISODES).read_bytes()
+    trace_a, trace_b = (pd.read_parquet(p / run_layout.TRACE).drop(columns="wall_time") for p in (a, b))
+    pd.testing.assert_frame_equal(trace_a, trace_b)  # wall_time is the clock's
+
+
+@pytest.mark.slow
+def test_training_on_a_full_disk_exits_75_naming_the_file_and_resumes_identically(small_fs, tmp_path):
+    reference = tmp_path / "reference"
+    assert train(reference).returncode == 0
+    ballast = fill(small_fs, leave=8192)  # the lock fits, the first checkpoint does not
+    out = small_fs / "run"
+    proc = train(out)
+    assert proc.returncode == 75, proc.stderr[-2000:]
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("runs.train:")]
+    assert f"cannot write {out}/" in line and "No space left on device" in line, line
+    assert "Traceback" not in proc.stderr
+    assert not (out / run_layout.RUN_JSON).exists() and not (out / run_layout.FAILURE_RECORD).exists()
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+    ballast.unlink()
+    proc = train(out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    same_run(out, reference)
+
+
+# ---- a skewed clock ------------------------------------------------------------------------------
+
+def copy_sweep(tiny_sweep: Path, dest: Path) -> Path:
+    shutil.copytree(tiny_sweep, dest, symlinks=True)
+    return dest
+
+
+def date_ahead(folder: Path, seconds: float) -> int:
+    when = time.time() + seconds
+    paths = [p for p in folder.rglob("*") if not p.is_symlink()]
+    for p in paths:
+        os.utime(p, (when, when))
+    return len(paths)
+
+
+def snakemake(cwd: Path, *args: str, timeout=900) -> subprocess.CompletedProcess:
+    return subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, env=ENV, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_a_sweep_dated_an_hour_ahead_is_done_and_nothing_retrains_or_loops(tiny_sweep, tmp_path):
+    sweep = copy_sweep(tiny_sweep, tmp_path / "sweep")
+    date_ahead(sweep / "results-tiny", 3600)
+    before = files(sweep / "results-tiny" / "runs")
+
+    dry = snakemake(sweep, "--dry-run")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    said = dry.stdout + dry.stderr
+    assert "Nothing to be done" in said and "rule train_" not in said
+    assert "dated in the future, up to 1.0 h ahead" in said or "up to 59 min ahead" in said, said[-3000:]
+
+    status = subprocess.run([sys.executable, "-m", "workflow.status", "--preset", "tiny"], cwd=sweep,
+                            capture_output=True, text=True, env=ENV, timeout=300)
+    assert "8 done, 0 running, 0 failed, 0 missing of 8 runs" in status.stdout, status.stdout + status.stderr
+    assert "dated in the future" in status.stdout
+
+    # a product lost: rebuilt from inputs dated ahead (Snakemake's clock-skew check failed it), then at rest
+    (sweep / "results-tiny" / "metrics" / "tiers.csv").unlink()
+    real = snakemake(sweep, timeout=600)
+    assert real.returncode == 0, real.stderr[-3000:]
+    assert "localrule tiers" in real.stderr and "rule train_" not in real.stderr
+    assert (sweep / "results-tiny" / "metrics" / "tiers.csv").read_bytes() == \
+        (tiny_sweep / "results-tiny" / "metrics" / "tiers.csv").read_bytes()
+    again = snakemake(sweep, timeout=600)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stderr[-3000:]
+    assert files(sweep / "results-tiny" / "runs") == before  # nothing retrained
+
+
+# ---- an interrupt --------------------------------------------------------------------------------
+
+EVALUATE = [sys.executable, "-m", "metrics", "evaluate", str(EPISODES), "--reps", "10000", "--seed", "0"]
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory) -> Path:
+    reference = tmp_path_factory.mktemp("evaluate") / "reference"
+    assert subprocess.run([*EVALUATE, "--out", str(reference)], env=ENV, cwd=REPO, timeout=300).returncode == 0
+    return reference
+
+
+@pytest.mark.parametrize("phase", ["computing", "writing"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_evaluate_leaves_nothing_and_the_rerun_matches(evaluated, tmp_path, signum, phase):
+    reference, out, cmd = evaluated, tmp_path / "out", EVALUATE
+    proc = subprocess.Popen([*cmd, "--out", str(out)], env=ENV, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    # begun: the bootstrap runs once the thresholds are read; writing once the staging folder fills
+    started = time.monotonic()
+    while proc.poll() is None:
+        if phase == "writing" and glob.glob(str(out / ".staging-*" / "*")):
+            break
+        if phase == "computing" and time.monotonic() - started > 2.0 and not out.exists():
+            break
+        time.sleep(0.0005)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=300)
+    if proc.returncode == 0:  # finished before the signal (a fast machine): the output must be whole
+        assert files(out) == files(reference)
+    else:
+        assert proc.returncode == 128 + signum, err
+        assert f"stopped by {signal.Signals(signum).name}" in err and "Traceback" not in err, err
+        assert not out.exists() or not files(out)  # nothing, not even a staging folder's files
+    assert subprocess.run([*cmd, "--out", str(out)], env=ENV, cwd=REPO, timeout=300).returncode == 0
+    assert files(out) == files(reference)
+
+
+# stage: (files to delete from the finished sweep, the log line that says the stage has begun)
+STAGES = {
+    "training": (["runs/circle/d15/ppo/seed0"], "runs.train --spec"),
+    "summaries": ([f"runs/circle/{b}/{a}/seed{s}/summary.parquet" for b in ("d15", "d25")
+                   for a in ("ppo", "ppo_lag") for s in (0, 1)], "rule summarise_"),
+    "aggregation": (["metrics/aggregate.json"], "rule aggregate:"),
+    "products": (["tables/table1.md", "figures/figure1.png"], "rule table1:"),
+}
+COMPARED = ("metrics/*.csv", "metrics/*.parquet", "metrics/aggregate.json", "tables/*.csv", "tables/*.md",
+            "runs/*/*/*/*/summary.parquet", "runs/*/*/*/*/episodes.parquet")
+
+
+def compared(results: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(results)): p.read_bytes() for pattern in COMPARED for p in results.glob(pattern)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage, signum", [("training", signal.SIGTERM), ("summaries", signal.SIGINT),
+                                           ("aggregation", signal.SIGTERM), ("products", signal.SIGINT)])
+def test_an_interrupted_controller_leaves_nothing_looking_complete_and_the_rerun_matches(
+        tiny_sweep, tmp_path, stage, signum):
+    sweep = copy_sweep(tiny_sweep, tmp_path / "sweep")
+    results, reference = sweep / "results-tiny", compared(tiny_sweep / "results-tiny")
+    deleted, begun = STAGES[stage]
+    for name in deleted:
+        path = results / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    log = tmp_path / "controller.log"
+    with open(log, "w") as sink:
+        proc = subprocess.Popen(SNAKEMAKE, cwd=sweep, stdout=sink, stderr=subprocess.STDOUT, text=True, env=ENV)
+        while proc.poll() is None and not any(begun in p.read_text(errors="replace") for p in
+                                              [log, *results.glob("logs/train/*.log")] if p.exists()):
+            time.sleep(0.02)
+        proc.send_signal(signum)
+        proc.wait(timeout=300)
+    # whatever exists now is either the undisturbed run's file or absent (or, for a run, incomplete)
+    now = compared(results)
+    assert {k: v for k, v in now.items() if reference.get(k) != v} == {}, log.read_text()[-3000:]
+    run = results / "runs/circle/d15/ppo/seed0"
+    if stage == "training" and (run / run_layout.RUN_JSON).exists():
+        from runs import runfolder
+        assert runfolder.incomplete_reason(run) is None  # a run.json only beside its complete tables
+
+    rerun = snakemake(sweep, timeout=900)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert compared(results) == reference
+    for name in deleted:
+        assert (results / name).exists()
+    dry = snakemake(sweep, "--dry-run")
+    assert "Nothing to be done" in dry.stdout + dry.stderr
