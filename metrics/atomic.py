@@ -24,7 +24,11 @@ def atomic_path(path):
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     remove_leftovers(folder, f".{os.path.basename(path)}.")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.{_writer()}.", suffix=".tmp")
+    prefix = f".{os.path.basename(path)}.{_writer()}."
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
+    except OSError as err:  # a read-only or full folder: name the output, not the temporary name
+        raise write_error(err, path, os.path.join(folder, prefix)) from err
     os.close(fd)
     try:
         try:

@@ -267,3 +267,82 @@ def test_an_interrupted_controller_leaves_nothing_looking_complete_and_the_rerun
         assert (results / name).exists()
     dry = snakemake(sweep, "--dry-run")
     assert "Nothing to be done" in dry.stdout + dry.stderr
+
+
+# ---- hostile inputs beyond the listed ones -------------------------------------------------------
+
+def test_a_read_only_results_folder_is_one_line_naming_the_output(small_fs, capsys):
+    subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
+    try:
+        assert metrics_cli.main(["summarise", str(EPISODES), "--out", str(small_fs / "s.parquet")]) == 2
+        err = capsys.readouterr().err
+        assert err == f"error: cannot write {small_fs / 's.parquet'}: Read-only file system\n"  # not a temporary name
+        assert metrics_cli.main(["evaluate", str(EPISODES), "--out", str(small_fs / "out"), "--reps", "10"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Read-only file system" in err and str(small_fs / "out") in err
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_fs)], check=True)
+    assert not list(small_fs.iterdir())
+
+
+@pytest.mark.parametrize("stage", ["evaluate", "aggregate"])
+def test_a_truncated_parquet_is_named_and_nothing_is_written(tmp_path, capsys, stage):
+    whole = tmp_path / "whole.parquet"
+    kind = "summarise" if stage == "aggregate" else "episodes"
+    if stage == "aggregate":
+        assert metrics_cli.main(["summarise", str(EPISODES), "--out", str(whole)]) == 0
+    else:
+        pd.read_csv(EPISODES).to_parquet(whole)
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    out = tmp_path / "out"
+    assert metrics_cli.main([stage, str(cut), "--out", str(out), "--reps", "10"]) == 2, kind
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"error: {cut}: cannot be read" in err, err
+    assert not out.exists()
+
+
+def test_a_spec_json_that_is_a_folder_is_one_line_and_no_failure_record(tmp_path):
+    spec = tmp_path / "run" / "spec.json"
+    spec.mkdir(parents=True)
+    proc = subprocess.run([sys.executable, "-m", "runs.train", "--spec", str(spec)], capture_output=True, text=True,
+                          env=ENV, cwd=REPO, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"runs.train: {spec}: not a usable run spec: IsADirectoryError" in proc.stderr
+    assert sorted(p.name for p in spec.parent.iterdir()) == ["spec.json"]
+
+
+def test_a_run_folder_that_is_a_file_is_named_before_planning(tmp_path):
+    from workflow import packs
+    from workflow.config_validation import resolve
+
+    cfg = resolve({"preset": "tiny"})
+    assert packs.not_folders(cfg, tmp_path) == []
+    run = tmp_path / "results-tiny" / "runs" / "circle" / "d15" / "ppo" / "seed0"
+    run.parent.mkdir(parents=True)
+    run.write_text("not a folder")
+    (tmp_path / "results-tiny" / "runs" / "circle" / "d25").write_text("")  # a folder above four runs
+    assert packs.not_folders(cfg, tmp_path) == ["results-tiny/runs/circle/d15/ppo/seed0", "results-tiny/runs/circle/d25"]
+    assert packs.not_folders_message(["a", "b", "c", "d"]).startswith(
+        "4 run folder path(s) hold a file, not a folder: a, b, c and 1 more; move them away")
+
+
+@pytest.mark.slow
+def test_a_sweep_with_a_run_folder_that_is_a_file_or_a_spec_that_is_a_folder(tiny_sweep, tmp_path):
+    sweep = copy_sweep(tiny_sweep, tmp_path / "sweep")
+    run = sweep / "results-tiny" / "runs" / "circle" / "d15" / "ppo" / "seed0"
+    shutil.rmtree(run)
+    run.write_text("")
+    dry = snakemake(sweep, "--dry-run")
+    assert dry.returncode != 0 and "Traceback" not in dry.stdout + dry.stderr
+    assert "hold a file, not a folder: results-tiny/runs/circle/d15/ppo/seed0; move them away" in dry.stderr
+    status = subprocess.run([sys.executable, "-m", "workflow.status", "--preset", "tiny"], cwd=sweep,
+                            capture_output=True, text=True, env=ENV, timeout=300)
+    assert "hold a file, not a folder: results-tiny/runs/circle/d15/ppo/seed0" in status.stdout
+
+    run.unlink()
+    (run / "spec.json").mkdir(parents=True)
+    real = snakemake(sweep, timeout=600)
+    assert real.returncode != 0
+    assert f"cannot write results-tiny/runs/circle/d15/ppo/seed0/spec.json: Is a directory" in real.stderr
+    assert not (run / run_layout.RUN_JSON).exists()

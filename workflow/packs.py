@@ -84,6 +84,31 @@ def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
     return packs
 
 
+def not_folders(cfg: dict, root: str | os.PathLike = ".") -> list[str]:
+    """The paths where a run folder (or a folder above it, up to the runs folder) should be
+    but something else is (a file, a broken link): nothing can be trained or read there."""
+    from workflow import sweep
+
+    runs_root = sweep.runs_root(cfg)
+    found = set()
+    for run in cfg["specs"]:
+        path = os.path.join(runs_root, run)
+        while path != runs_root and path:
+            full = os.path.join(root, path)
+            if os.path.lexists(full):
+                if not os.path.isdir(full):
+                    found.add(path)
+                break
+            path = os.path.dirname(path)
+    return sorted(found)
+
+
+def not_folders_message(paths: list[str]) -> str:
+    shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    return (f"{len(paths)} run folder path(s) hold a file, not a folder: {shown}; "
+            f"move them away (or delete them), then run the same command again")
+
+
 def write_specs(cfg: dict, runs, root: str | os.PathLike = ".") -> None:
     """spec.json into each run folder named (rewritten only where it changed)."""
     from workflow import sweep

@@ -238,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     verdict = sweep.check(cfg, args.dir)
     if (clock := sweep.clock_notice(cfg, args.dir)):
         say(clock)
+    from workflow import packs
+
+    if (blocked := packs.not_folders(cfg, args.dir)):
+        say(packs.not_folders_message(blocked))
     if verdict.kind == "other":
         print(one_line(verdict.message), file=sys.stderr)
         return 1

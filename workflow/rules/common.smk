@@ -83,6 +83,8 @@ RUN_IDS = [dict(task=t, bound=b, algo=a, seed=s)
 
 # Which runs train together and which still need training: decided here, from the run
 # folders, before the DAG is built; planning only reads (train.smk's jobs write the specs).
+if (_blocked := packs.not_folders(CFG)):  # planning would read into them and fail with a traceback
+    raise WorkflowError(packs.not_folders_message(_blocked))
 PACKS = packs.plan(CFG)
 STALE_FLAGS = packs.stale_flags(CFG, PACKS)
 
