@@ -1,8 +1,10 @@
 """Each algorithm's characteristic behaviour in a finished sweep, from its run folders.
 
-    python benchmarks/algo_behaviour.py [SWEEP_DIR]
+    python benchmarks/algo_behaviour.py [SWEEP_DIR] [--preset NAME]
 
-Reads SWEEP_DIR/results/runs/*/d*/*/seed*/ (episodes.parquet, trace.parquet; default .) and
+Reads the sweep's runs/*/d*/*/seed*/ (episodes.parquet, trace.parquet) in SWEEP_DIR (default
+.): results/ for the default preset, results-NAME/ with --preset NAME (without it, the one
+results*/ folder there), or SWEEP_DIR itself when it is a results folder, and
 prints, per algorithm over all its runs, then as paired comparisons on the same
 (task, bound, seed):
 
@@ -21,15 +23,21 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import sys
 
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-def run_rows(sweep_dir: str) -> pd.DataFrame:
+
+def run_rows(sweep_dir: str, preset: str | None = None) -> pd.DataFrame:
     """One row per run folder with both tables: its keys and the behaviour figures above."""
+    from workflow.sweep import folder_in
+
     rows = []
-    pattern = os.path.join(sweep_dir, "results", "runs", "*", "d*", "*", "seed*", "trace.parquet")
+    runs = os.path.join(folder_in(sweep_dir, preset), "runs")
+    pattern = os.path.join(glob.escape(runs), "*", "d*", "*", "seed*", "trace.parquet")
     for trace_path in sorted(glob.glob(pattern)):
         folder = os.path.dirname(trace_path)
         episodes_path = os.path.join(folder, "episodes.parquet")
@@ -54,7 +62,7 @@ def run_rows(sweep_dir: str) -> pd.DataFrame:
             "greedy_within": float(np.mean(greedy <= bound)),
         })
     if not rows:
-        raise SystemExit(f"{sweep_dir}: no run folders with episodes.parquet and trace.parquet under results/runs/")
+        raise SystemExit(f"{runs}: no run folders with episodes.parquet and trace.parquet")
     return pd.DataFrame(rows)
 
 
@@ -81,8 +89,9 @@ def describe_pair(runs: pd.DataFrame, a: str, b: str, column: str, lower_is: str
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sweep_dir", nargs="?", default=".")
+    parser.add_argument("--preset", help="the sweep's preset: reads results-NAME/ (default: results/)")
     args = parser.parse_args(argv)
-    runs = run_rows(args.sweep_dir)
+    runs = run_rows(args.sweep_dir, args.preset)
     columns = ["train_C", "greedy_C", "greedy_within", "peak_multiplier", "mean_multiplier", "overshoot", "crossings"]
     print(f"{len(runs)} runs in {args.sweep_dir}; per algorithm, mean over its runs:")
     print(runs.groupby("algo")[columns].mean().round(3).to_string())

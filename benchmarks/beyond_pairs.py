@@ -1,5 +1,5 @@
 """Each algorithm against a reference (PPO-Lag) on the same (task, bound, seed), from a sweep's
-results/metrics/run_metrics.parquet.
+results-beyond/metrics/run_metrics.parquet (the beyond preset's folder; any sweep's file may be given).
 
     python benchmarks/beyond_pairs.py [METRICS_FILE] [--reference ppo_lag]
 
@@ -39,7 +39,7 @@ def paired(metrics: pd.DataFrame, reference: str) -> pd.DataFrame:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("metrics", nargs="?", default="results/metrics/run_metrics.parquet")
+    parser.add_argument("metrics", nargs="?", default="results-beyond/metrics/run_metrics.parquet")
     parser.add_argument("--reference", default="ppo_lag")
     args = parser.parse_args(argv)
     try:

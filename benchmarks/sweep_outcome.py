@@ -2,9 +2,11 @@
 phase the tier and its bootstrap confidence, each task's returns against a uniform random
 policy's, and the largest violation rate of each (task, bound) condition.
 
-    python benchmarks/sweep_outcome.py [SWEEP_DIR] [--random-episodes 128]
+    python benchmarks/sweep_outcome.py [SWEEP_DIR] [--preset NAME] [--random-episodes 128]
 
-SWEEP_DIR is the folder the sweep ran in (its results/metrics/ is read; default .). The
+SWEEP_DIR is the folder the sweep ran in (default .): its results/metrics/ is read for the
+default preset, results-NAME/metrics/ with --preset NAME (without it, the one results*/
+folder there); a results folder itself may be given. The
 random policy runs on the built-in tasks with the trainer preset's T and task options.
 """
 from __future__ import annotations
@@ -46,16 +48,22 @@ def random_returns(preset: str, episodes: int) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sweep", nargs="?", default=".")
+    parser.add_argument("--preset", help="the sweep's preset: reads results-NAME/ (default: results/)")
     parser.add_argument("--random-episodes", type=int, default=128)
     args = parser.parse_args(argv)
-    m = os.path.join(args.sweep, "results", "metrics")
-    tiers = pd.read_csv(os.path.join(m, "tiers.csv"))
+    from metrics.safe_text import read_csv
+    from workflow.sweep import folder_in
+
+    folder = folder_in(args.sweep, args.preset)
+    print(f"sweep outcome of {folder}")
+    m = os.path.join(folder, "metrics")
+    tiers = read_csv(os.path.join(m, "tiers.csv"))  # algorithm names as text (an algorithm named NA stays one)
     tiers["P(tier)"] = [row[f"p_tier{int(row.tier)}"] for _, row in tiers.iterrows()]
     print("tiers (P(tier): share of bootstrap replicates in the shown tier)")
     print(tiers[["algo", "phase", "tier", "P(tier)"]].to_string(index=False))
     runs = pd.read_parquet(os.path.join(m, "run_metrics.parquet"))
     preset = json.load(open(next(os.path.join(d, "run.json") for d, _, f in os.walk(
-        os.path.join(args.sweep, "results", "runs")) if "run.json" in f))).get("preset", "cpu")
+        os.path.join(folder, "runs")) if "run.json" in f))).get("preset", "cpu")
     rnd = random_returns(preset, args.random_episodes)
     print(f"\nmean return per task, algorithm and phase (seed and bound means); random policy: {args.random_episodes} episodes")
     per_task = runs.groupby(["task", "algo", "phase"])["R"].mean().unstack("phase").round(2)

@@ -1,6 +1,9 @@
 """Where a finished sweep's training time went, from its runs' run.json files.
 
-    python benchmarks/sweep_time.py SWEEP_DIR
+    python benchmarks/sweep_time.py SWEEP_DIR [--preset NAME]
+
+SWEEP_DIR: the folder the sweep ran in (its results/ for the default preset, results-NAME/
+with --preset NAME, the one results*/ folder there) or a results folder itself.
 
 A pack's members record the pack's wall times (compile, train, eval) and its size; a run's
 share is 1 / pack_size of each, so the sums below count every pack once. Prints the sums,
@@ -9,13 +12,22 @@ each part's share, and how many packs compiled their programs and how many loade
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
 
 def main(argv=None) -> int:
-    root = Path((argv or sys.argv[1:])[0]) / "results" / "runs"
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sweep", help="the folder the sweep ran in, or its results folder")
+    parser.add_argument("--preset", help="the sweep's preset: reads results-NAME/ (default: results/)")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from workflow.sweep import folder_in
+
+    root = Path(folder_in(args.sweep, args.preset)) / "runs"
+    print(f"runs of {root}")
     parts = {"compile_s": 0.0, "train_wall_s": 0.0, "eval_wall_s": 0.0}
     runs = 0
     sources: dict = {}  # program_source -> [packs, seconds]

@@ -246,6 +246,26 @@ def other_sweeps(cfg: Mapping, root: str | os.PathLike = ".") -> list[str]:
     return out
 
 
+def folder_in(sweep_dir: str | os.PathLike, preset: str | None = None) -> str:
+    """The results folder a script reads in the folder a sweep ran in: `results-NAME/` (or
+    `results/`) of `preset` when named; else `sweep_dir` itself when it is a results folder
+    (holds sweep.json or runs/), `results/` when present, or the one `results*/` folder there.
+    Raises SystemExit naming the folders when it cannot tell which sweep is meant."""
+    root = str(sweep_dir)
+    if preset:
+        return os.path.join(root, default_results_dir(preset))
+    if os.path.isfile(os.path.join(root, SWEEP_FILE)) or os.path.isdir(os.path.join(root, "runs")):
+        return root
+    if os.path.isdir(os.path.join(root, RESULTS)):
+        return os.path.join(root, RESULTS)
+    found = sorted(p for p in glob.glob(os.path.join(glob.escape(root), f"{RESULTS}-*")) if os.path.isdir(p))
+    if len(found) == 1:
+        return found[0]
+    names = ", ".join(os.path.basename(p) + "/" for p in found) or "none"
+    raise SystemExit(f"{root}: which sweep? results folders there: {names}; name one with --preset NAME "
+                     "or give the results folder itself")
+
+
 def preset_args(args: list[str], preset: str | None) -> list[str]:
     """Snakemake arguments with `preset=NAME` added to their --config (one --config: Snakemake
     keeps only the last of several)."""
