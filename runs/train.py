@@ -46,16 +46,19 @@ def is_transient(err: OSError) -> bool:
 
 
 class _StopFlag:
-    """Set by SIGTERM / SIGUSR2; the loop asks `reason()` between chunks."""
+    """Set by SIGTERM / SIGUSR2 / SIGINT; the loop asks `reason()` between chunks. A second
+    Ctrl-C stops at once (KeyboardInterrupt: no checkpoint of the current chunk)."""
 
     def __init__(self):
         self.signal = None
 
     def __call__(self, signum, frame):
+        if signum == signal.SIGINT and self.signal == signal.SIGINT:
+            raise KeyboardInterrupt
         self.signal = signum
 
     def reason(self) -> str | None:
-        return None if self.signal is None else f"signal {self.signal}"
+        return None if self.signal is None else signal.Signals(self.signal).name
 
 
 def _to_train(members, say) -> tuple[list, dict]:
@@ -124,7 +127,8 @@ def _train_owned(members, refused, env, say, stop_after_chunks, stop_at, planned
     why = None
     if todo:
         stop = _StopFlag()  # installed before compiling: a signal then ends the run with 75, not a kill
-        previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGUSR2)}
+        previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGUSR2, signal.SIGINT)
+                    if signal.getsignal(s) is not signal.SIG_IGN}  # an ignored Ctrl-C (nohup, &) stays so
         try:
             outcome = train_pack(todo, env=env, stop=stop.reason, say=say, stop_after_chunks=stop_after_chunks,
                                  stop_at=stop_at, planned=planned)
@@ -332,6 +336,10 @@ def main(argv=None) -> int:
         for m in members:
             record_failure(m.out, str(err))
         return 1
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before training began: no traceback wall
+        print("runs.train: stopped by Ctrl-C; the folders keep their last checkpoint, run the same command "
+              "again to resume", file=sys.stderr)
+        return 130
     except MemoryError:
         raise  # a retry with more memory may pass: not recorded
     except OSError as err:

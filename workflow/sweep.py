@@ -136,7 +136,7 @@ def clock_notice(cfg: Mapping, root: str | os.PathLike = ".") -> str | None:
     count, lead = future_files(os.path.join(root, results_dir(cfg)))
     if not count:
         return None
-    ahead = f"{lead / 3600:.1f} h" if lead >= 3600 else f"{lead / 60:.0f} min"
+    ahead = f"{lead / 3600:.1f} h" if lead >= 3000 else f"{lead / 60:.0f} min"
     return (f"warning: {count} file(s) in {results_dir(cfg)}/ are dated in the future, up to {ahead} ahead of this "
             f"host's clock (a shared filesystem whose clock runs ahead?); complete runs are judged by their "
             f"contents, not their dates, and are not retrained; new outputs are dated like their newest input")
