@@ -194,27 +194,28 @@ EVALUATE = [sys.executable, "-m", "metrics", "evaluate", str(EPISODES), "--reps"
 
 
 @pytest.fixture(scope="module")
-def evaluated(tmp_path_factory) -> Path:
-    reference = tmp_path_factory.mktemp("evaluate") / "reference"
-    assert subprocess.run([*EVALUATE, "--out", str(reference)], env=ENV, cwd=REPO, timeout=300).returncode == 0
-    return reference
+def evaluated(tmp_path_factory) -> tuple[Path, list[str]]:
+    folder = tmp_path_factory.mktemp("evaluate")
+    (folder / "moved.yaml").write_text("moderate: {V: 0.3}\n")  # its notice is the line that says work began
+    cmd = [*EVALUATE, "--thresholds", str(folder / "moved.yaml")]
+    reference = folder / "reference"
+    assert subprocess.run([*cmd, "--out", str(reference)], env=ENV, cwd=REPO, timeout=300).returncode == 0
+    return reference, cmd
 
 
 @pytest.mark.parametrize("phase", ["computing", "writing"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupted_evaluate_leaves_nothing_and_the_rerun_matches(evaluated, tmp_path, signum, phase):
-    reference, out, cmd = evaluated, tmp_path / "out", EVALUATE
+    (reference, cmd), out = evaluated, tmp_path / "out"
     proc = subprocess.Popen([*cmd, "--out", str(out)], env=ENV, cwd=REPO, stderr=subprocess.PIPE, text=True)
-    # begun: the bootstrap runs once the thresholds are read; writing once the staging folder fills
-    started = time.monotonic()
-    while proc.poll() is None:
-        if phase == "writing" and glob.glob(str(out / ".staging-*" / "*")):
-            break
-        if phase == "computing" and time.monotonic() - started > 2.0 and not out.exists():
-            break
+    # begun: computing once the thresholds' notice is out (then the bootstrap runs for seconds);
+    # writing once the staging folder fills
+    notice = proc.stderr.readline() if phase == "computing" else ""
+    while phase == "writing" and proc.poll() is None and not glob.glob(str(out / ".staging-*" / "*")):
         time.sleep(0.0005)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=300)
+    err = notice + err
     if proc.returncode == 0:  # finished before the signal (a fast machine): the output must be whole
         assert files(out) == files(reference)
     else:
