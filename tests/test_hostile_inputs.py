@@ -251,7 +251,7 @@ def test_numbers_at_the_edges_in_an_episode_table(tmp_path, episodes_file):
 
 def hostile_run_folders(root: Path) -> None:
     """The tiny sweep's run folders as hands and crashes might leave them."""
-    runs = root / run_layout.RUNS_ROOT / "circle"
+    runs = root / "results-tiny" / "runs" / "circle"  # the tiny preset's own folder
     (runs / "d15/ppo/seed0/run.json").mkdir(parents=True)  # a folder where a file belongs
     complete_run(runs / "d15/ppo/seed1")
     (runs / "d15/ppo/seed1" / run_layout.RUN_JSON).write_text('{"complete": true, "files": [1]}')
@@ -272,10 +272,15 @@ def test_status_reads_hostile_run_folders_and_refuses_bad_options(tmp_path):
     hostile_run_folders(tmp_path)
     status = ["-m", "workflow.status", "--configfile", str(tmp_path / "tiny.yaml"), "--dir", str(tmp_path)]
     table = run(status, expect_rc=0).stdout
-    assert table.splitlines()[-1] == "1 done, 0 running, 2 failed, 5 missing of 8 runs", table
+    # stale: d15/ppo_lag/seed0 holds a complete run of another config (complete_run's bound 25, ppo) and
+    # d15/ppo/seed1's run.json records no config; both are retrained, neither counts as failed
+    assert table.splitlines()[-1] == "1 done, 0 running, 1 failed, 2 stale, 4 missing of 8 runs", table
     assert "passwd" not in table and "root:" not in table
     rows = [json.loads(line) for line in run([*status, "--json"], expect_rc=0).stdout.splitlines()]
-    assert len(rows) == 8 and {r["run"] for r in rows if r["state"] == "done"} == {"circle/d25/ppo_lag/seed0"}
+    states = {r["run"]: r["state"] for r in rows}
+    assert len(rows) == 8 and {r for r, s in states.items() if s == "done"} == {"circle/d25/ppo_lag/seed0"}
+    assert {r for r, s in states.items() if s == "stale"} == {"circle/d15/ppo/seed1", "circle/d15/ppo_lag/seed0"}
+    assert {r for r, s in states.items() if s == "failed"} == {"circle/d15/ppo_lag/seed1"}
     refused([*status[:-1], str(tmp_path / "tiny.yaml")], "not a folder", rc=1)
     refused([*status[:-1], str(tmp_path / "nowhere")], "no such folder", rc=1)
     refused([*status, "--only", "done,gone"], "--only: unknown state(s) ['gone']", rc=1)
