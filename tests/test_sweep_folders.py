@@ -5,6 +5,8 @@ run and by status, never listed as failed; every command names its sweep and fol
 takes `--preset NAME` as well as `--config preset=NAME`."""
 from __future__ import annotations
 
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from fake_runs import complete_run
+from metrics.safe_text import read_csv
 from runs import runfolder, run_layout
 from test_dry_run import state_of, tiny_sweep_folder
 from workflow import config_validation as cv
@@ -85,9 +88,9 @@ def test_sweep_json_of_another_preset_is_refused_and_another_config_of_the_same_
     assert other.kind == "other" and "holds runs of another sweep (preset tiny, sweep.json)" in other.message
     changed = cv.resolve({"preset": "tiny", "train": {"total_steps": 8192}})
     verdict = sweep.check(changed, tmp_path)
-    assert verdict.kind == "changed" and "train.total_steps 4096 -> 8192" in verdict.message
+    assert verdict.kind == "changed" and "train.total_steps 16384 -> 8192" in verdict.message
     got = status(tmp_path, "--config", "preset=tiny", "train.total_steps=8192")
-    assert got.returncode == 0 and "train.total_steps 4096 -> 8192" in got.stdout
+    assert got.returncode == 0 and "train.total_steps 16384 -> 8192" in got.stdout
     assert got.stdout.splitlines()[-1] == "0 done, 0 running, 0 failed, 8 stale, 0 missing of 8 runs"
     assert "failed    " not in got.stdout
 
@@ -151,21 +154,47 @@ def test_the_paper_dry_run_plans_16_packs_in_a_short_listing(tmp_path):
     assert not (tmp_path / "results-paper").exists()
 
 
+def readme_threshold_example() -> tuple[str, list[str]]:
+    """README's my-thresholds.yaml (the code block after 'holding') and its tiny-sweep command's
+    arguments after `snakemake`."""
+    text = (REPO / "README.md").read_text()
+    content = re.search(r"With `my-thresholds.yaml` holding\n\n```\n(.*?)```", text, re.S).group(1)
+    command = re.search(r"`snakemake (results-tiny/tables/table2.md [^`]*)`", text).group(1)
+    return content, shlex.split(command)
+
+
+def tier_table(folder: Path) -> dict:
+    """{(algo, phase): tier} of a sweep's tiers.csv."""
+    tiers = read_csv(folder / "metrics" / "tiers.csv")
+    return {(a, p): int(t) for a, p, t in zip(tiers["algo"], tiers["phase"], tiers["tier"])}
+
+
 @pytest.mark.slow
 def test_the_whole_story_tiny_sweep_then_a_threshold_change_then_other_presets_touch_nothing_else(tiny_sweep, tmp_path):
-    """README's threshold command on the tiny sweep (as README shows it), then the default and
+    """README's threshold command on the tiny sweep (as README shows it, and the tier it moves), then the default and
     paper presets' dry runs and status: each names its own sweep and folder and none touches
     the tiny sweep's files; the default sweep's folder is not even created."""
     work = tmp_path / "sweep"
     shutil.copytree(tiny_sweep, work, symlinks=True)
     assert sweep.read_record(work / "results-tiny")["preset"] == "tiny"  # written by the real run
-    (work / "my-thresholds.yaml").write_text("thresholds: {moderate: {V: 0.3}}\n")
-    rebuilt = snakemake(work, "results-tiny/tables/table2.md", "--workflow-profile", LOCAL,
-                        "--configfile", "my-thresholds.yaml", "--config", "preset=tiny")
+    content, command = readme_threshold_example()
+    assert content == "thresholds: {moderate: {V: 0.3}}\n"
+    (work / "my-thresholds.yaml").write_text(content)
+    rebuilt = snakemake(work, *(LOCAL if arg == "cluster_profiles/local" else arg for arg in command))  # the clone's profile
     assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
     log = rebuilt.stdout + rebuilt.stderr
     assert "sweep tiny in results-tiny/" in log and not any(r in log for r in ("rule train_", "rule aggregate"))
     assert "V: 0.3" in (work / "results-tiny" / "metrics" / "thresholds.yaml").read_text()
+    # what README says the change does: the tiny sweep's algorithms differ (ppo's final policy with
+    # exploration noise tier 2, ppo_lag's tier 4) and moderate's V <= 0.3 moves ppo's to tier 1
+    before = tier_table(tiny_sweep / "results-tiny")
+    after = tier_table(work / "results-tiny")
+    assert (before["ppo", "final_explore"], before["ppo_lag", "final_explore"]) == (2, 4)
+    assert (after["ppo", "final_explore"], after["ppo_lag", "final_explore"]) == (1, 4)
+    iqm = read_csv(work / "results-tiny" / "metrics" / "iqm.csv").query("metric == 'V'").set_index(["algo", "phase"])["iqm"]
+    moved = {row for row in before if before[row] != after[row]}
+    assert moved and all(before[row] == 2 and after[row] == 1 and 0.3 < iqm[row] <= 0.5 for row in moved), (before, after)
+    assert all(after[row] == 1 for row in before if before[row] == 2 and iqm[row] > 0.3)  # every one it should move
 
     before = state_of(work)
     for preset, folder, runs in (("default", "results", 96), ("paper", "results-paper", 1440)):
