@@ -3,7 +3,7 @@ analysis of each part's program, per update and per env step, and (`--time`) CPU
 
     python benchmarks/update_cost.py [--preset cpu|paper[,...]] [--task goal] [--algo ppo_lag]
                                      [--pack N] [--set KEY=VALUE ...] [--time] [--repeats 3]
-                                     [--analysis lowered|compiled]
+                                     [--analysis lowered|compiled] [--no-whole]
 
 The parts of one update (algos/core.py `_build_programs`, `do_update`), each a small jitted
 program of one iteration, counted as often as an update runs it:
@@ -57,7 +57,7 @@ import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import dataclasses  # noqa: E402
 import time  # noqa: E402
-from typing import Any, Callable, NamedTuple  # noqa: E402
+from typing import Callable, NamedTuple  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -332,7 +332,7 @@ def _pack(fn, pack: int):
 
 
 def analyse(config, pack: int = 1, timed: bool = False, repeats: int = 3, analysis: str = "lowered",
-            log=print) -> dict:
+            log=print, whole: bool = True) -> dict:
     """Rows {part: (flops, bytes, seconds or None) per update}, the whole update's, and the bound parts."""
     # the whole at one update per chunk, with the preset's log capacity (the parts' shapes)
     config = dataclasses.replace(config, chunk_updates=1, log_capacity=config.iterate_capacity)
@@ -365,8 +365,9 @@ def analyse(config, pack: int = 1, timed: bool = False, repeats: int = 3, analys
         log(f"  [{name}: x{count}, analysed in {time.perf_counter() - t0:.1f} s]", file=sys.stderr)
     t0 = time.perf_counter()
     chunk = _pack(programs.chunk, pack)
-    whole_flops, whole_bytes = _cost(chunk, (state, h, budget), analysis)
-    log(f"  [whole update (chunk of 1): analysed in {time.perf_counter() - t0:.1f} s]", file=sys.stderr)
+    whole_flops, whole_bytes = _cost(chunk, (state, h, budget), analysis) if whole else (None, None)
+    if whole:
+        log(f"  [whole update (chunk of 1): analysed in {time.perf_counter() - t0:.1f} s]", file=sys.stderr)
     whole_seconds = None
     if timed:
         updates = 4
@@ -412,11 +413,12 @@ def report(preset: str, config, pack: int, result: dict, out=print) -> None:
     for name, (f, b, t) in rows.items():
         line(name, f, b, t)
     line("sum of parts", tf, tb, tt, share=False)
-    line("whole update (chunk)", wf, wb, wt, share=False)
-    ratio = f"sum of parts / whole update: FLOPs {tf / wf:.2f}, bytes {tb / wb:.2f}"
-    if timed:
-        ratio += f", CPU time {tt / wt:.2f}; whole update {wt / steps:.3g} CPU-s per env step of the pack"
-    out(ratio)
+    if wf is not None:
+        line("whole update (chunk)", wf, wb, wt, share=False)
+        ratio = f"sum of parts / whole update: FLOPs {tf / wf:.2f}, bytes {tb / wb:.2f}"
+        if timed:
+            ratio += f", CPU time {tt / wt:.2f}; whole update {wt / steps:.3g} CPU-s per env step of the pack"
+        out(ratio)
     bound = bound_parts(rows)
     shares = {"FLOPs": (0, tf), "bytes": (1, tb), "time": (2, tt)}
     out(f"bound ({preset}): " + "; ".join(f"{what}: {name} ({rows[name][shares[what][0]] / shares[what][1]:.0%})"
@@ -432,6 +434,8 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="trainer config override")
     parser.add_argument("--time", action="store_true", help="also time each part (CPU-ms per update)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per part with --time")
+    parser.add_argument("--no-whole", action="store_true",
+                        help="skip the whole update's cost analysis (the slow part with --analysis compiled)")
     parser.add_argument("--analysis", choices=("compiled", "lowered"), default="lowered",
                         help="cost analysis of the optimised (compiled) or the unoptimised (lowered) programs")
     args = parser.parse_args(argv)
@@ -446,8 +450,8 @@ def main(argv=None) -> int:
               f"{config.unroll_length} steps; {config.num_epochs} epochs x {config.num_minibatches} minibatches of "
               f"{config.batch_size} sequences); policy {config.policy_hidden}, critics {config.critic_hidden}; "
               f"XLA cost analysis ({args.analysis}) on {device.platform}, {os.cpu_count()} CPUs")
-        result = analyse(config, args.pack, args.time, args.repeats, args.analysis,
-                         log=lambda *a, **k: print(*a, **k, flush=True))
+        result = analyse(config, args.pack, args.time and not args.no_whole, args.repeats, args.analysis,
+                         log=lambda *a, **k: print(*a, **k, flush=True), whole=not args.no_whole)
         report(preset, config, args.pack, result)
         print(f"({result['seconds']:.0f} s to analyse{' and time' if args.time else ''})", flush=True)
     return 0
