@@ -1,6 +1,6 @@
 """Batched packs for tests/test_algos_pack.py, trained in a process of their own:
 
-    XLA_FLAGS=--xla_cpu_max_isa=AVX python tests/batched_packs.py OUT
+    XLA_FLAGS=--xla_cpu_max_isa=AVX python tests/batched_packs.py OUT [crax]
 
 XLA:CPU contracts `a * b + c` into FMA instructions in some positions of a vectorised loop and
 not in others, so on a CPU with FMA a batched member's last bits depend on where its envs sit
@@ -9,6 +9,10 @@ process of its own) every element runs the same instructions, as on a GPU. Write
 full/ (the three runs in order), perm/ (in another order, so other slots), alone/ (the second
 run alone, in its full pack's program size), killed/ (the full pack killed with SIGKILL after
 its first checkpoint, then resumed).
+
+With `crax`: CRAX goal runs (the crax extra; the trainer's `paper` preset shrunk to 4 envs and
+T = 16, the shapes of tests/test_paper_path.py's sweep, so the two share compiled programs)
+in full/, perm/, alone/, and seq/ (the same runs as a sequential pack); no killed/.
 """
 import os
 import signal
@@ -27,9 +31,20 @@ KW = dict(task="goal", algo="ppo_lag", total_steps=16 * 2048, num_envs=4, episod
 RUNS = [(15.0, 0), (25.0, 1), (15.0, 1)]  # (bound, seed)
 
 
-def members(base, runs, sets=()):
-    return [Member(make_config("cpu", dict(KW, bound=b, seed=s), ["chunk_updates=4", "pack_mode=batched", *sets]),
+CRAX_KW = dict(task="goal", algo="ppo_lag", backend="crax", total_steps=256, num_envs=4, episode_length=16,
+               eval_episodes=2)
+CRAX_SETS = ["batch_size=4", "num_minibatches=2"]
+CRAX_RUNS = [(15.0, 0), (25.0, 0)]
+
+
+def members(base, runs, sets=(), mode="batched"):
+    return [Member(make_config("cpu", dict(KW, bound=b, seed=s), ["chunk_updates=4", f"pack_mode={mode}", *sets]),
                    os.path.join(base, f"d{b:g}-s{s}"), "cpu") for b, s in runs]
+
+
+def crax_members(base, runs, mode="batched"):
+    return [Member(make_config("paper", dict(CRAX_KW, bound=b, seed=s), [*CRAX_SETS, f"pack_mode={mode}"]),
+                   os.path.join(base, f"d{b:g}-s{s}"), "paper") for b, s in runs]
 
 
 def killed_then_resumed(base):
@@ -53,6 +68,16 @@ def killed_then_resumed(base):
     return train.run_pack(members(base, RUNS), quiet=True, planned=3)
 
 
+def crax_main(out):
+    planned = len(CRAX_RUNS)
+    return max([
+        train.run_pack(crax_members(os.path.join(out, "full"), CRAX_RUNS), quiet=True, planned=planned),
+        train.run_pack(crax_members(os.path.join(out, "perm"), CRAX_RUNS[::-1]), quiet=True, planned=planned),
+        train.run_pack(crax_members(os.path.join(out, "alone"), CRAX_RUNS[1:]), quiet=True, planned=planned),
+        train.run_pack(crax_members(os.path.join(out, "seq"), CRAX_RUNS, "sequential"), quiet=True, planned=planned),
+    ])
+
+
 def main(out):
     statuses = [
         train.run_pack(members(os.path.join(out, "full"), RUNS), quiet=True, planned=3),
@@ -64,4 +89,4 @@ def main(out):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(crax_main(sys.argv[1]) if sys.argv[2:] == ["crax"] else main(sys.argv[1]))
