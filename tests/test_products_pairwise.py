@@ -79,3 +79,25 @@ def test_heat_map_is_drawn_from_the_same_numbers(stage2, tmp_path, monkeypatch):
                 assert labels[(i, j)] == f"{cell['p']:.2f}" + ("*" if sure else ""), (phase, metric, x, y)
                 stars += sure
     assert stars > 0  # the synthetic sweep has sure differences (P3O vs PPO on V, above)
+
+
+def test_a_sweep_of_one_algorithm_gets_a_heat_map_that_says_there_is_no_pair(tmp_path, monkeypatch):
+    """One algorithm (a sweep of PPO-Lag alone) has no pairs: the table is empty and the figure
+    says so instead of failing the sweep."""
+    from workflow.products.catalog import figure_pairwise as product
+    from workflow.products.pairwise import NO_PAIRS
+
+    root = tmp_path / "sweep"
+    runs = synthetic.write_sweep(root / "runs", *synthetic.synthetic_sweep(algos=("ppo_lag",), seeds=(0, 1)))
+    summary = metrics.read_summaries([os.path.join(r["dir"], "summary.parquet") for r in runs])
+    metrics.write_aggregate(metrics.aggregate(summary, reps=20, seed=4), root / "metrics")
+    inputs = {"run_metrics": str(root / "metrics" / "run_metrics.parquet"),
+              "aggregate": str(root / "metrics" / "aggregate.json")}
+    drawn = []
+    save = product.save_figure
+    monkeypatch.setattr(product, "save_figure", lambda fig, paths, s: (drawn.append(fig), save(fig, paths, s)))
+    outs = [str(tmp_path / "f.pdf"), str(tmp_path / "f.png")]
+    by_name()["figure_pairwise"].build(inputs, outs, settings.resolve(None), {})
+    (fig,) = drawn
+    assert [t.get_text() for ax in fig.axes for t in ax.texts] == [NO_PAIRS]
+    assert open(outs[1], "rb").read(8) == b"\x89PNG\r\n\x1a\n"

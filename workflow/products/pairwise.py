@@ -47,6 +47,9 @@ def pairwise_table(pairs: pd.DataFrame, decimals: int = 2) -> Table:
                "[95 % stratified-bootstrap CI]; bold: the interval lies above 0.5."])
 
 
+NO_PAIRS = "One algorithm in this sweep: no pair to compare."
+
+
 def figure_pairwise(pairs: pd.DataFrame):
     """Rows: phases; columns: V, Dnorm, Dnorm+. Each panel a matrix of P(row safer than column)."""
     import matplotlib.pyplot as plt
@@ -58,6 +61,11 @@ def figure_pairwise(pairs: pd.DataFrame):
     algos = ordered_algos(pairs["algo"].unique())
     labels = [algo_label(a) for a in algos]
     n = len(algos)
+    if not phases:  # a sweep of one algorithm has no pairs: say so rather than fail the sweep
+        fig, ax = plt.subplots(figsize=(6, 1.2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, NO_PAIRS, ha="center", va="center")
+        return fig
     fig, axes = plt.subplots(len(phases), len(SAFETY_METRICS), squeeze=False,
                              figsize=(1.1 * n * len(SAFETY_METRICS) + 2.2, 1.0 * n * len(phases) + 1.4))
     image = None
