@@ -59,7 +59,7 @@ def test_stages_one_by_one_equal_evaluate(tmp_path):
     assert set(iqm["phase"]) == {"train", "final_explore", "final_greedy"}
     # stage 3 alone with other thresholds, into another folder
     strict = tmp_path / "loose.yaml"
-    strict.write_text("minimal: {Dnorm: 10}\nmoderate: {V: 1}\nsubstantial: {V: 1, Dnorm_plus: 10}\nstrict: {}\n")
+    strict.write_text("minimal: {Dnorm: 10}\nmoderate: {V: 1}\nsubstantial: {V: 1, Dnorm_plus: 10}\nstrict: {V: 1, Dnorm_plus: 10}\n")
     assert main(["tiers", str(tmp_path / "agg"), "--thresholds", str(strict), "--out", str(tmp_path / "t2")]) == 0
     assert set(pd.read_csv(tmp_path / "t2" / "tiers.csv")["tier"]) == {4}
 

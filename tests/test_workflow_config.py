@@ -129,7 +129,7 @@ def test_run_specs_hold_what_changes_a_result_and_not_threads_or_pack_size():
     assert spec["preset"] == "cpu"
     c = spec["config"]
     assert (c["task"], c["bound"], c["algo"], c["seed"]) == ("circle", 15.0, "ppo", 1)
-    assert (c["total_steps"], c["num_envs"], c["episode_length"], c["eval_episodes"]) == (4096, 4, 64, 4)
+    assert (c["total_steps"], c["num_envs"], c["episode_length"], c["eval_episodes"]) == (16384, 4, 256, 4)
     assert (c["learning_rate"], c["clip_eps"]) == (0.001, 0.2)
     assert "threads" not in c and "pack_size" not in c
     same = resolved(train={"threads": 1, "pack_size": 1, "set": {"learning_rate": 0.001, "clip_eps": 0.2}})
@@ -295,7 +295,7 @@ def test_slurm_profile_asks_one_gpu_and_four_cores_per_run_and_more_time_per_att
     assert cv.resolve({"preset": "paper"})["train"]["threads"] == 4  # the training rules' threads
     assert prof["default-resources"]["gpu"] == 1  # the training packs' resources
     runtime = prof["default-resources"]["runtime"]
-    assert [eval(runtime, {"attempt": a}) for a in (1, 2, 3)] == [180, 360, 540]
+    assert [eval(runtime, {"attempt": a}) for a in (1, 2, 3)] == [240, 480, 720]
     assert prof["retries"] >= 1 and prof["rerun-incomplete"] is True
     assert prof["keep-incomplete"] is True  # a pack that failed for one run keeps its pack-mates' folders
 
