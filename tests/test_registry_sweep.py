@@ -46,7 +46,10 @@ def test_a_toy_algorithm_added_through_the_registry_trains_and_is_evaluated(toy_
         m = trace["multiplier"].to_numpy()
         # starts at its scalar's default, only ever grows (the toy's rule), and was trained with
         # a cost critic (the table says so)
-        assert m[0] == np.float32(0.25) and np.all(np.diff(m) >= 0)
+        # (the first iterate is logged once every env has finished an episode: after update 0
+        # only where an update's rollout covers a whole episode)
+        first = trace["update"].iloc[0]
+        assert (m[0] == np.float32(0.25) if first == 0 else m[0] >= np.float32(0.25)) and np.all(np.diff(m) >= 0)
         assert np.isfinite(trace["cost_value_loss"].iloc[-1])  # NaN only before the first update
         episodes = pd.read_parquet(run / "episodes.parquet")
         assert set(episodes["algo"]) == {"ratchet"}
