@@ -39,6 +39,9 @@ from algos.config import make_config, stacked_hyper  # noqa: E402
 from algos.programs import compile_programs, enable_compilation_cache, pack_slots  # noqa: E402
 from runs import runfolder  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pack_throughput import measure  # noqa: E402  (one timed chunk after an untimed one)
+
 SMALL = dict(num_envs=4, episode_length=16, eval_episodes=2)
 SMALL_SETS = ["batch_size=4", "num_minibatches=2"]
 BACKEND_SETS = {"builtin": ["env.contact_model=mjx"], "crax": []}  # paper-builtin names MJX's contact solve
@@ -81,25 +84,8 @@ def bitwise(backend, small, size):
 
 def throughput(backend, small, size):
     """(env steps/s, compile s) of one run alone (size 1: its own program) or a batched pack."""
-    cfg = config(backend, small)
-    slots = None if size == 1 else pack_slots(size, "batched")
-    compiled = compile_programs(cfg, size=slots, mode="batched" if slots else None)
-    n = 1 if slots is None else slots
-    if slots is None:
-        from algos.config import hyper_of
-
-        seeds, h, budget = jnp.int32(0), hyper_of(cfg), jnp.int32(10**9)
-    else:
-        seeds, h = jnp.arange(slots, dtype=jnp.int32), stacked_hyper([cfg] * slots)
-        budget = jnp.full(slots, 10**9, jnp.int32)
-    state = compiled.init(seeds, h)
-    state, log, _ = compiled.chunk(state, h, budget)  # untimed: the first call allocates
-    jax.block_until_ready(log.count)
-    start = time.perf_counter()
-    state, log, _ = compiled.chunk(state, h, budget)
-    jax.block_until_ready(log.count)
-    wall = time.perf_counter() - start
-    return n * cfg.chunk_updates * cfg.steps_per_update / wall, compiled.compile_s
+    _, rate, compile_s = measure(config(backend, small), None if size == 1 else size, chunks=1, mode="batched")
+    return rate, compile_s
 
 
 def pack_job(backend, small, size, workdir):
