@@ -9,17 +9,19 @@ A `TrainConfig` holds everything that defines a run. It splits into two parts:
   hyperparameter value of a grid.
 
 Both are ordinary class statements, so editors and type checkers see the fields declared
-here. The algorithm scalars come from the table in `algos/registry.py`: one decorator adds
-them to both classes as fields after the declared ones (in table order, which fixes the
-config's dict, `--set` keys and the programs' arguments), so adding an algorithm touches no
-class here; code reads them by name. This module imports no JAX (the workflow reads the
+here. The algorithm scalars are declared in the table in `algos/registry.py` (each a
+`Scalar`: default and help): one decorator adds them to both classes as fields after the
+declared ones (in table order, which fixes the config's dict, `--set` keys and the programs'
+arguments), so adding an algorithm touches no class here; code reads them by name. A type
+checker sees them through each class's checker-only `__getattr__` (`float` on `TrainConfig`,
+`Any` on `Hyper`; registry docstring). This module imports no JAX (the workflow reads the
 presets and names cheaply).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from algos.registry import ALGOS, algorithm_scalars, get as get_algorithm, program_algos
 
@@ -107,6 +109,9 @@ class TrainConfig:
     checkpoint_every_s: float = 300.0
     log_capacity: int = 0  # logged iterates per chunk; 0 = enough for episodes of length T
     pack_mode: str = "auto"  # a pack's members one after another or batched (algos.programs); not identity
+
+    if TYPE_CHECKING:  # for type checkers only: the algorithm scalars the decorator adds are floats
+        def __getattr__(self, name: str) -> float: ...
 
     # ---- derived sizes -------------------------------------------------------------
     @property
@@ -198,6 +203,9 @@ class Hyper:
     clip_eps: Any
     reward_scaling: Any
     algo_index: Any  # TrainConfig.algo_index: which algorithm a shared program runs (0 where it serves one)
+
+    if TYPE_CHECKING:  # for type checkers only: the algorithm scalars the decorator adds
+        def __getattr__(self, name: str) -> Any: ...
 
 
 HYPER_FIELDS = tuple(f.name for f in dataclasses.fields(Hyper))  # changing any of these never recompiles

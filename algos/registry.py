@@ -17,13 +17,41 @@ An algorithm comes in one of two forms (docs/algos.md, "Adding an algorithm"):
 This module imports no JAX, so the workflow can read the names cheaply: an entry names its
 code as `lambda: algos.ppo_pid.HOOKS`, and `algos.ppo_pid` is imported when the lambda is
 called, when training starts (algos/__init__.py loads a module on its first use).
+
+An algorithm's scalars are declared once, here, each a `Scalar` (type, default, one line of
+help): they become fields of `TrainConfig` and `Hyper` and `--set` keys (algos/config.py, in
+table order), `python -m runs.train --help` lists them per algorithm, and the table in
+docs/scalars.md is checked against them (tests/test_registries.py). What a type checker sees:
+`Scalar` and the table are typed (`Algorithm.scalars: dict[str, Scalar]`, defaults `float`);
+the config classes declare the PPO core's fields by name, and an algorithm scalar only through
+their checker-only `__getattr__` (`float` on `TrainConfig`, `Any` on `Hyper`), so reading
+`config.kappa_max` or `h.kappa_max` type-checks but a misspelt scalar name is caught at run
+time (AttributeError, `--set`'s "unknown config field"), not by the checker: the classes name
+no algorithm, so adding one touches no class there.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Callable, ClassVar
 
 import algos
+
+
+@dataclasses.dataclass(frozen=True)
+class Scalar:
+    """One runtime scalar of an algorithm: its default and one line of help (`--help`,
+    docs/scalars.md). Every scalar has the type `float`: a float32 traced value of the compiled
+    programs (`Hyper`), so a count such as `cpo_cg_iters` is a whole-numbered float and a switch
+    such as `focops_kl_grad` is 0 or 1."""
+
+    default: float
+    help: str
+    type: ClassVar[type] = float
+
+    def __post_init__(self):
+        if isinstance(self.default, bool) or not isinstance(self.default, (int, float)):
+            raise TypeError(f"algos.registry: a scalar's default must be a number, not {self.default!r}")
+        object.__setattr__(self, "default", float(self.default))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +73,10 @@ class Algorithm:
             (static, so the trace's columns are known without JAX)
 
     Both forms:
-    scalars: the algorithm's own runtime values (name -> default); names must be unique over
-            the table, since each becomes a `TrainConfig` field and a `--set` key
+    scalars: the algorithm's own runtime values, name -> `Scalar(default, help)`; names must be
+            unique over the table, since each becomes a `TrainConfig` field and a `--set` key. A
+            bare number is taken as a `Scalar` without help (the shipped table gives every one
+            its help, tests/test_registries.py)
     multiplier: what the trace's `multiplier` column holds (figure A.2's panel title); a
             general-form algorithm without one leaves it None (the column is then NaN)
     """
@@ -56,10 +86,15 @@ class Algorithm:
     loss: Callable[[], Callable] | None = None
     update: Callable[[], Callable] | None = None
     multiplier_init: str | None = None
-    scalars: dict = dataclasses.field(default_factory=dict)
+    scalars: dict[str, Scalar] = dataclasses.field(default_factory=dict)
     hooks: Callable[[], object] | None = None
     state_columns: tuple = ()
     multiplier: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "scalars", {
+            name: value if isinstance(value, Scalar) else Scalar(value, "")
+            for name, value in self.scalars.items()})
 
     @property
     def has_multiplier(self) -> bool:
@@ -91,19 +126,29 @@ ALGORITHMS: dict[str, Algorithm] = {
         label="PPO-Lag", uses_cost_critic=True,
         loss=lambda: algos.hooks.ppo_lag_loss, update=lambda: algos.hooks.ppo_lag_update,
         multiplier_init="lagrangian_init", multiplier="\u03bb (Lagrange multiplier)",
-        scalars={"lagrangian_lr": 3.0, "lagrangian_init": 0.0}),
+        scalars={
+            "lagrangian_lr": Scalar(3.0, "lambda's step: lambda <- max(0, lambda + lr (c - d/T)) each update"),
+            "lagrangian_init": Scalar(0.0, "lambda at the start of training")}),
     "p3o": Algorithm(
         label="P3O", uses_cost_critic=True,
         loss=lambda: algos.hooks.p3o_loss, update=lambda: algos.hooks.p3o_update,
         multiplier_init="kappa_init", multiplier="\u03ba (penalty factor)",
-        scalars={"kappa_init": 0.01, "kappa_factor": 1.1, "kappa_decay": 0.9, "kappa_max": 50.0}),
+        scalars={
+            "kappa_init": Scalar(0.01, "penalty factor kappa at the start, and the floor of its decay"),
+            "kappa_factor": Scalar(1.1, "kappa <- min(factor kappa, kappa_max) after an update with c > d/T"),
+            "kappa_decay": Scalar(0.9, "kappa <- max(decay kappa, kappa_init) after an update with c <= d/T"),
+            "kappa_max": Scalar(50.0, "upper limit of kappa")}),
     "focops": Algorithm(
         label="FOCOPS", uses_cost_critic=True,
         loss=lambda: algos.hooks.focops_loss, update=lambda: algos.hooks.focops_update,
         multiplier_init="nu_init", multiplier="\u03bd (cost weight)",
-        # focops_kl_grad 1: CRAX differentiates FOCOPS's KL factor; 0: stop-gradient
-        scalars={"nu_init": 0.1, "nu_lr": 1.0, "nu_max": 100.0, "focops_lam": 1.5, "focops_eta": 0.02,
-                 "focops_kl_grad": 1.0}),
+        scalars={
+            "nu_init": Scalar(0.1, "cost weight nu at the start of training"),
+            "nu_lr": Scalar(1.0, "nu's step: nu <- clip(nu + lr (c - d/T), 0, nu_max) each update"),
+            "nu_max": Scalar(100.0, "upper limit of nu"),
+            "focops_lam": Scalar(1.5, "temperature lambda: divides the policy surrogate"),
+            "focops_eta": Scalar(0.02, "KL limit: above it the loss is scaled by eta / KL"),
+            "focops_kl_grad": Scalar(1.0, "1: the KL factor is differentiated (CRAX); 0: stop-gradient")}),
     # ---- the general form (algos/interface.py) ----------------------------------------
     "ppo_pid": Algorithm(
         label="PPO-PID", uses_cost_critic=True, hooks=lambda: algos.ppo_pid.HOOKS,
@@ -111,47 +156,68 @@ ALGORITHMS: dict[str, Algorithm] = {
         state_columns=("pid_integral", "pid_prev_violation", "pid_derivative"),
         # CRAX's CLI defaults (configs/training_config.py); the initial lambda is CRAX's
         # --initial_lambda_lagr, shared there with PPO-Lag
-        scalars={"pid_kp": 10.0, "pid_ki": 0.01, "pid_kd": 0.01, "pid_integral_clip": 1.0,
-                 "pid_lambda_max": 1e6, "pid_deriv_beta": 0.95, "pid_lambda_init": 0.0}),
+        scalars={
+            "pid_kp": Scalar(10.0, "proportional gain, on v = c - d/T"),
+            "pid_ki": Scalar(0.01, "integral gain, on I (the clipped sum of v)"),
+            "pid_kd": Scalar(0.01, "derivative gain, on D (the average of v - v_prev)"),
+            "pid_integral_clip": Scalar(1.0, "I is clipped to [-clip, clip]"),
+            "pid_lambda_max": Scalar(1e6, "upper limit of lambda"),
+            "pid_deriv_beta": Scalar(0.95, "D <- beta D + (1 - beta) (v - v_prev)"),
+            "pid_lambda_init": Scalar(0.0, "lambda at the start of training")}),
     "ppo_saute": Algorithm(
         label="PPO-Saute", uses_cost_critic=False, hooks=lambda: algos.ppo_saute.HOOKS,  # plain PPO, as CRAX
         multiplier="budget left at episode end, b / d",
         state_columns=("saute_violations",),
-        # saute_gamma_budget 0: the discount (CRAX's None); saute_carry_budget 1: CRAX's carry-over
-        # of the budget across time-limit ends (docs/algos.md)
-        scalars={"saute_gamma_budget": 0.0, "saute_penalty": -1.0, "saute_normalize_obs": 1.0,
-                 "saute_carry_budget": 0.0}),
+        scalars={
+            "saute_gamma_budget": Scalar(0.0, "the budget's discount: b <- (b - c) / gamma; 0: `discount` (CRAX's None)"),
+            "saute_penalty": Scalar(-1.0, "the reward of a step costing more than the budget left"),
+            "saute_normalize_obs": Scalar(1.0, "1: the observation gets clip(b / d, 0, 2); 0: b itself"),
+            "saute_carry_budget": Scalar(0.0, "1: the budget carries across time-limit ends (CRAX); 0: resets")}),
     "crpo": Algorithm(
         label="CRPO", uses_cost_critic=True, hooks=lambda: algos.crpo.HOOKS,
         multiplier="cost step (1: on the cost)",  # the update minimised the cost, not the reward
-        scalars={"crpo_eta": 0.0}),
+        scalars={
+            "crpo_eta": Scalar(0.0, "tolerance: the next update minimises the cost if c - d/T > eta")}),
     "cpo": Algorithm(
         label="CPO", uses_cost_critic=True, hooks=lambda: algos.cpo.HOOKS,
         multiplier="\u03bd* (cost dual of the step)",
         state_columns=("cpo_lambda", "cpo_case", "cpo_accept_step"),
         # OmniSafe's CPO defaults (configs/on-policy/CPO.yaml; 20 line-search steps as cpo.py passes)
-        scalars={"cpo_target_kl": 0.01, "cpo_cg_iters": 15.0, "cpo_cg_damping": 0.1, "cpo_ls_steps": 20.0,
-                 "cpo_ls_decay": 0.8}),
+        scalars={
+            "cpo_target_kl": Scalar(0.01, "trust region delta: the KL a step may reach"),
+            "cpo_cg_iters": Scalar(15.0, "conjugate-gradient steps, at most"),
+            "cpo_cg_damping": Scalar(0.1, "added to the Fisher-vector product: H v + damping v"),
+            "cpo_ls_steps": Scalar(20.0, "line-search trials, at most; none accepted: no step"),
+            "cpo_ls_decay": Scalar(0.8, "line-search trial k = 0, 1, ... takes decay^k of the step")}),
     # ---- beyond the paper: constraints on the paper's own metrics, and a shield -------
     "ppo_chance": Algorithm(
         label="PPO-Chance", uses_cost_critic=True, hooks=lambda: algos.ppo_chance.HOOKS,
         multiplier="\u03bb on P(C > d) (chance constraint)",
         state_columns=("chance_rate", "chance_episodes"),
-        scalars={"chance_alpha": 0.1, "chance_lr": 2.0, "chance_init": 0.0}),
+        scalars={
+            "chance_alpha": Scalar(0.1, "alpha: the violation rate P(C > d) allowed"),
+            "chance_lr": Scalar(2.0, "lambda <- max(0, lambda + lr (rate - alpha)) when episodes ended"),
+            "chance_init": Scalar(0.0, "lambda at the start of training")}),
     "ppo_cvar": Algorithm(
         label="PPO-CVaR", uses_cost_critic=True, hooks=lambda: algos.ppo_cvar.HOOKS,
         multiplier="\u03bb on CVaR(C) (tail constraint)",
         state_columns=("cvar_estimate",),
-        scalars={"cvar_level": 0.9, "cvar_lr": 0.1, "cvar_init": 0.0}),
+        scalars={
+            "cvar_level": Scalar(0.9, "beta: CVaR is the mean cost of the costliest 1 - beta of episodes"),
+            "cvar_lr": Scalar(0.1, "lambda <- max(0, lambda + lr (CVaR - d)) when episodes ended"),
+            "cvar_init": Scalar(0.0, "lambda at the start of training")}),
     "ppo_shield": Algorithm(
         label="PPO-Shield", uses_cost_critic=True, hooks=lambda: algos.ppo_shield.HOOKS,
         multiplier="\u03bb (Lagrange multiplier, shielded)",
         state_columns=("shield_corrected", "shield_correction", "shield_clipped", "shield_infeasible",
                        "shield_model_loss"),
-        # the step limit C = shield_budget_scale * d/T; the first shield_warmup_updates updates act
-        # uniformly at random (Dalal et al.'s pre-training of the cost model)
-        scalars={"shield_lagrangian_lr": 3.0, "shield_lagrangian_init": 0.0, "shield_lr": 3e-3,
-                 "shield_fit_steps": 16.0, "shield_budget_scale": 1.0, "shield_warmup_updates": 10.0}),
+        scalars={
+            "shield_lagrangian_lr": Scalar(3.0, "PPO-Lag's lambda step, after the warm-up"),
+            "shield_lagrangian_init": Scalar(0.0, "lambda at the start of training"),
+            "shield_lr": Scalar(3e-3, "Adam step size of the cost model g"),
+            "shield_fit_steps": Scalar(16.0, "full-batch Adam steps fitting g each update"),
+            "shield_budget_scale": Scalar(1.0, "the layer's step limit C = scale * d/T"),
+            "shield_warmup_updates": Scalar(10.0, "first updates acting uniformly at random (g's pre-training)")}),
 }
 
 ALGOS: tuple[str, ...] = tuple(ALGORITHMS)
@@ -197,11 +263,11 @@ def algorithm_scalars() -> dict[str, float]:
     """Every algorithm's scalars (name -> default) in table order; names must not repeat."""
     out: dict[str, float] = {}
     for name, algo in ALGORITHMS.items():
-        for scalar, default in algo.scalars.items():
+        for scalar, declared in algo.scalars.items():
             if scalar in out:
                 raise ValueError(f"algos.registry: scalar {scalar!r} of {name!r} is already another "
                                  f"algorithm's; scalar names must be unique")
-            out[scalar] = float(default)
+            out[scalar] = declared.default
         if algo.multiplier_init is not None and algo.multiplier_init not in algo.scalars:
             raise ValueError(f"algos.registry: {name!r} multiplier_init {algo.multiplier_init!r} "
                              f"is not one of its scalars {sorted(algo.scalars)}")

@@ -15,8 +15,24 @@ import os
 import time
 from typing import Callable, NamedTuple
 
+import numpy as np
+
+from algos.config import stacked_hyper
+from algos.programs import code_version, compile_programs, pack_slots, resolve_mode
+from algos.registry import get as get_algorithm
 from algos.trace_schema import DEVICE_FIELDS, HOST_FIELDS, empty_field
+from metrics.atomic import write_text
+from runs import checkpoint
+from runs.run_layout import CHECKPOINT_DIR, PROGRESS, run_id
 from runs.runfolder import duration_text
+
+# JAX is imported inside the functions that use it: `import jax, jax.numpy` takes 1.0 s
+# (python -X importtime, 2 busy cores), which every importer that never trains would pay:
+# workflow.train_job (the sweep's job wrapper, for runs.train.record_failure) and
+# `python -m runs.train --help` or a refused option. The imports above add only
+# runs.checkpoint (2.5 ms) to runs.train's import: it imports algos.config and algos.programs
+# itself, and numpy comes with algos.trace_schema.
+
 
 class Member(NamedTuple):
     config: object  # TrainConfig
@@ -29,24 +45,18 @@ class HostLog:
     arrays (the fields of algos.trace_schema.HOST_FIELDS)."""
 
     def __init__(self, num_envs: int, arrays: dict | None = None, num_state: int = 0):
-        import numpy as np
-
         self.empty = {k: empty_field(k, num_envs, num_state) for k in HOST_FIELDS}
         if arrays is not None and "state" not in arrays:  # a checkpoint of a version without state columns
             arrays = {**arrays, "state": np.zeros((len(arrays["update"]), num_state), np.float32)}
         self.parts = {k: ([arrays[k]] if arrays is not None else []) for k in HOST_FIELDS}
 
     def append(self, log: dict, count: int, wall_time) -> None:
-        import numpy as np
-
         for k in DEVICE_FIELDS:
             self.parts[k].append(np.asarray(log[k][:count]))
         self.parts["wall_time"].append(wall_time)
 
     def arrays(self) -> dict:
         """The log so far as one array per field (and compacted to that)."""
-        import numpy as np
-
         out = {k: np.concatenate(v) if v else self.empty[k] for k, v in self.parts.items()}
         self.parts = {k: [out[k]] for k in HOST_FIELDS}
         return out
@@ -58,8 +68,6 @@ class Progress:
 
     def __init__(self, host: HostLog, train_s: float = 0.0, restarts: int = 0, keep: str | None = None,
                  code_versions: tuple = ()):
-        from algos.programs import code_version
-
         self.host, self.train_s, self.restarts, self.keep = host, train_s, restarts, keep
         now = code_version()
         self.code_versions = [*code_versions] + ([now] if now not in code_versions else [])
@@ -87,8 +95,6 @@ def _stack(trees):
 
 
 def pack_name(members) -> str:
-    from runs.run_layout import run_id
-
     first = members[0].config
     return run_id(first.task, first.bound, first.algo, first.seed) + (f" +{len(members) - 1}" if len(members) > 1 else "")
 
@@ -106,10 +112,6 @@ def _start(members, compiled, configs, h, say) -> tuple[object, list[Progress]]:
     """The batched initial state, each member's newest usable checkpoint swapped in."""
     import jax
     import jax.numpy as jnp
-
-    from runs import checkpoint
-    from algos.registry import get as get_algorithm
-    from runs.run_layout import CHECKPOINT_DIR
 
     fresh = compiled.init(jnp.asarray([c.seed for c in configs], jnp.int32), h)
     states, progress = [], []
@@ -146,16 +148,11 @@ def _start(members, compiled, configs, h, say) -> tuple[object, list[Progress]]:
 
 
 def member_name(m: Member) -> str:
-    from runs.run_layout import run_id
-
     return run_id(m.config.task, m.config.bound, m.config.algo, m.config.seed)
 
 
 def _save(m: Member, p: Progress, state) -> None:
     """The member's checkpoint from its slice of the pack's state (on the host)."""
-    from runs import checkpoint
-    from runs.run_layout import CHECKPOINT_DIR
-
     meta = {"config": checkpoint.identity_of(m.config), "train_s": p.train_s, "restarts": p.restarts,
             "code_versions": p.code_versions}
     p.keep = checkpoint.save(os.path.join(m.out, CHECKPOINT_DIR), state, p.host.arrays(), meta, keep=p.keep)["arrays"]
@@ -188,7 +185,6 @@ def train_chunks(members, compiled, configs, h, state, progress, *, say, stop, s
     """
     import jax
     import jax.numpy as jnp
-    import numpy as np
 
     budgets = np.asarray([m.config.num_updates for m in members] + [0] * (len(configs) - len(members)))
     cfg = configs[0]
@@ -265,9 +261,6 @@ def train_chunks(members, compiled, configs, h, state, progress, *, say, stop, s
 def write_progress(out: str, update: int, updates: int, steps_per_s: float, eta_s: float) -> None:
     """The run's progress.json (read by workflow.status while the run trains; removed with the
     checkpoint once the run folder is complete)."""
-    from metrics.atomic import write_text
-    from runs.run_layout import PROGRESS
-
     finite = (lambda x: float(x) if math.isfinite(x) else None)
     write_text(os.path.join(out, PROGRESS), json.dumps(
         {"update": update, "updates": updates, "fraction": update / max(updates, 1),
@@ -277,7 +270,6 @@ def write_progress(out: str, update: int, updates: int, steps_per_s: float, eta_
 def evaluate_final(members, compiled, configs, h, state, progress):
     """Each live member's final policy on fresh layouts, with exploration noise and greedily."""
     import jax.numpy as jnp
-    import numpy as np
 
     seeds = jnp.asarray([c.seed for c in configs], jnp.int32)
     results = {}
@@ -316,9 +308,6 @@ def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_a
     stop now (checkpoint and return), or None; it is asked after compiling and after each chunk.
     `planned`: the size of the pack these members belong to (a batched program holds it whole,
     so that a member's results do not depend on how many of its pack-mates still train)."""
-    from algos.config import stacked_hyper
-    from algos.programs import compile_programs, pack_slots, resolve_mode
-
     wall_start = time.perf_counter()
     mode = resolve_mode(members[0].config.pack_mode)
     check_same_program(members, mode)

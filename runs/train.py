@@ -26,10 +26,12 @@ import platform
 import shutil
 import signal
 import sys
+import textwrap
 import time
 
 from runs import runlock
 from algos.config import ALGOS, BUDGET_FIELDS, PRESETS  # no JAX: XLA_FLAGS can still be set in main
+from algos.registry import ALGORITHMS
 from runs.pack import Member, Progress, member_name, train_pack
 from algos.programs import enable_compilation_cache
 
@@ -171,7 +173,8 @@ def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None,
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m runs.train", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m runs.train", description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spec", nargs="+", metavar="SPEC_JSON",
                         help="run specs (DIR/spec.json) of one program: train them as a pack, each into its DIR")
     single = parser.add_argument_group("one run from a trainer preset (instead of --spec)")
@@ -198,12 +201,28 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="1: XLA runs single-threaded (for one job per core in a sweep); default: all cores")
     parser.add_argument("--cache-dir", default=None, help="persistent compilation cache "
                         "(default $JAX_COMPILATION_CACHE_DIR or ~/.cache/saferl-eval/jax)")
+    for name, algorithm in ALGORITHMS.items():
+        if algorithm.scalars:
+            parser.add_argument_group(f"scalars of {name} ({algorithm.label}), set with --set NAME=VALUE",
+                                      scalars_help(algorithm.scalars))
     args = parser.parse_args(argv)
     if args.spec is None:
         missing = [f"--{k}" for k in ("task", "bound", "algo", "seed", "out") if getattr(args, k) is None]
         if missing:
             parser.error(f"give --spec, or {', '.join(missing)} for one run")
     return args
+
+
+def scalars_help(scalars: dict) -> str:
+    """An algorithm's scalars for --help, one per line: name, type, default, help (algos.registry)."""
+    width = max(len(name) for name in scalars)
+    columns = max(shutil.get_terminal_size().columns - 4, 60)  # argparse indents a group's text by 2
+    lines = []
+    for name, s in scalars.items():
+        head = f"{name:<{width}}  {s.type.__name__}  {s.default:<6g}  "
+        lines.append(textwrap.fill(s.help or "(no help given)", columns, initial_indent=head,
+                                   subsequent_indent=" " * len(head)))
+    return "\n".join(lines)
 
 
 def config_from_args(args: argparse.Namespace):

@@ -38,12 +38,61 @@ def test_algos_and_their_hooks_come_from_the_table():
 def test_each_algorithm_scalar_is_a_config_field_a_runtime_value_and_a_set_key():
     fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     for algo in registry.ALGORITHMS.values():
-        for scalar, default in algo.scalars.items():
-            assert fields[scalar] == default and scalar in HYPER_FIELDS
+        for scalar, declared in algo.scalars.items():
+            assert fields[scalar] == declared.default and scalar in HYPER_FIELDS
     assert HYPER_FIELDS[:8] == ("bound", "learning_rate", "entropy_cost", "discount", "gae_lambda", "clip_eps",
                                 "reward_scaling", "algo_index")
     assert len(HYPER_FIELDS) == 8 + sum(len(a.scalars) for a in registry.ALGORITHMS.values())
     assert make_config("cpu", {"algo": "p3o"}, ["kappa_max=7"]).kappa_max == 7.0
+
+
+def test_each_scalar_is_declared_once_with_its_type_default_and_one_line_of_help():
+    for name, algo in registry.ALGORITHMS.items():
+        for scalar, declared in algo.scalars.items():
+            assert isinstance(declared, registry.Scalar) and declared.type is float, (name, scalar)
+            assert type(declared.default) is float and declared.help.strip(), (name, scalar)
+            assert "\n" not in declared.help and "|" not in declared.help, (name, scalar)  # one table cell
+    # a bare number (a quick entry) is a Scalar without help; a non-number is refused
+    quick = registry.Algorithm("Quick", True, lambda: None, scalars={"quick_w": 2})
+    assert quick.scalars == {"quick_w": registry.Scalar(2.0, "")}
+    with pytest.raises(TypeError, match="a scalar's default must be a number"):
+        registry.Scalar(True, "a switch")
+
+
+def scalars_table(path: Path) -> list[tuple[str, str, float, str]]:
+    """(algorithm, scalar, default, meaning) rows of the page's table of algorithm scalars."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        if len(cells) == 4 and cells[0].startswith("`"):
+            rows.append((cells[0].strip("`"), cells[1].strip("`"), float(cells[2]), cells[3]))
+    return rows
+
+
+def test_the_docs_table_of_scalars_is_the_registry():
+    declared = [(name, scalar, s.default, s.help) for name, algo in registry.ALGORITHMS.items()
+                for scalar, s in algo.scalars.items()]
+    assert scalars_table(REPO / "docs" / "scalars.md") == declared
+    assert "[scalars.md](scalars.md)" in (REPO / "docs" / "algos.md").read_text(encoding="utf-8")
+
+
+def test_the_trainer_help_lists_every_scalar_per_algorithm_with_type_default_and_help(monkeypatch, capsys):
+    from runs.train import parse_args
+
+    monkeypatch.setenv("COLUMNS", "400")  # no wrapping: one line per scalar
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    for name, algo in registry.ALGORITHMS.items():
+        heading = f"scalars of {name} ({algo.label}), set with --set NAME=VALUE:"
+        assert (heading in text) == bool(algo.scalars), name
+        if not algo.scalars:
+            continue
+        group = text.split(heading, 1)[1].strip("\n").split("\n\n", 1)[0].splitlines()
+        assert [line.split()[:3] for line in group] == [[scalar, "float", f"{s.default:g}"]
+                                                         for scalar, s in algo.scalars.items()], name
+        assert [line.split(None, 3)[3] for line in group] == [s.help for s in algo.scalars.values()], name
 
 
 def test_cost_critic_follows_the_table():
