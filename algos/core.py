@@ -1,57 +1,88 @@
-"""The PPO core: one jitted training chunk (`lax.scan` over updates), initialisation and evaluation.
+"""The PPO core (CRAX's, after Brax): one update, a jitted chunk of updates, init and evaluation.
 
-One update (CRAX/Brax PPO): collect `unrolls_per_update` unrolls of `unroll_length` steps from
-all N envs with the current policy, fold the observations into the running normaliser, then
-for `num_epochs` epochs shuffle the sequences into `num_minibatches` minibatches and take one
-Adam step per minibatch on policy + critic losses (GAE computed inside the loss with the
-current critics, as Brax does), then let the algorithm update its own state (multiplier,
-penalty, PID terms, ...). An algorithm may also transform the task's observations and rewards
-(per-env state carried through rollout and evaluation) and replace the SGD policy step by its
-own step on the whole batch (algos/interface.py).
+One update (`training_step` below) reads as the algorithm does on paper:
 
-Episode logging happens inside the rollout, through the recorder users get
-(recorders.jax_recorder.advance): each env keeps the first episode it finished since the last
-logged iterate; once every env has one, those N episodes form an iterate and are written to
-the chunk's log buffer together with the update, the multiplier, the algorithm's traced state
-columns and the latest losses.
+1. `collect_rollout`: `unrolls_per_update` x `unroll_length` steps of all N envs with the
+   current policy (`act`, the env step, `record_step`); each finished episode goes to the
+   iterate log (the recorder users get, recorders.jax_recorder.advance).
+2. `rollout_batch`: the observation normaliser folds the rollout in, and the rollout becomes
+   sequences of `unroll_length` steps, the unit of SGD.
+3. Only for an algorithm with its own policy step (CPO): that step on the whole batch.
+4. `sgd_epochs`: `num_epochs` epochs, each a shuffle into `num_minibatches` minibatches and one
+   Adam step per minibatch on `minibatch_loss`: the algorithm's policy loss on GAE advantages
+   (computed inside the loss with the critics as they are, as Brax does) plus the critics'
+   losses, minus the entropy bonus.
+5. The algorithm's own update (`Hooks.update`: a multiplier, a penalty, PID terms, ...).
+
+An algorithm changes this path only through its `Hooks` (algos/interface.py), whose optional
+parts default to doing nothing: a policy loss (PPO-Lag: algos/ppo_lag.py), an update of its
+own state, an observation/reward transform of the task, a shield on the rollout's actions, or
+its own policy step on the whole batch in place of the SGD policy loss (CPO).
 
 The programs close over the static config only; `Hyper` (bound, learning rates, algorithm
-scalars) and the seed are traced arguments.
+scalars) and the seed are traced arguments. `h` is always the run's `Hyper`.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
 from algos import distribution as dist
-from algos.config import Hyper, TrainConfig
 from algos import registry
-from algos.hooks import standardise
-from algos.interface import LossInputs, PolicyStepInputs, algo_choice, shared_hooks, update_stats
+from algos.config import Hyper, TrainConfig
+from algos.interface import (EnvTransform, Hooks, LossInputs, PolicyStepInputs, algo_choice, shared_hooks,
+                             update_stats)
 from algos.networks import apply_mlp, init_params
 from algos.normalizer import Normalizer, init_normalizer, normalize, update_normalizer
-from algos.trace_schema import LOSS_METRICS, POLICY_STEP_INDEX
+from algos.ppo import standardise
+from algos.trace_schema import LOSS_METRICS, POLICY_STEP_METRICS
 from recorders.jax_recorder import Finished, advance, builtin_finished, keep_first, no_episodes
 
 EVAL_SALT = 0x5EED_E7A1 & 0x7FFFFFFF  # separates evaluation layouts from training layouts
 ALGO_INIT_SALT = 0xA160_5EED & 0x7FFFFFFF  # the key of an algorithm's seeded init (Hooks.keyed_init)
+ADAM = optax.scale_by_adam()  # Adam's direction; the step is -learning_rate times it (a runtime value)
 
+
+# ---- the state of a run ------------------------------------------------------------------
 
 class TrainState(NamedTuple):
-    params: dict
+    params: dict  # "policy", "value" and (with a cost critic) "cost_value" MLPs
     opt_state: Any
     normalizer: Normalizer
-    env_state: Any
+    env_state: Any  # the task's state of the N training envs
     key: jnp.ndarray
-    algo: Any  # the algorithm's own state (interface.AlgoState for the simple form)
+    algo_state: Any  # the algorithm's own state (interface.AlgoState for the simple form)
     pending: Finished  # per env, the first episode it finished since the last logged iterate
     update: jnp.ndarray  # int32: updates done
     iterates: jnp.ndarray  # int32: iterates logged so far
-    last_metrics: jnp.ndarray  # float32 [len(LOSS_METRICS)] of the latest update
-    transform: Any = ()  # per-env state of the algorithm's observation/reward transform (() without one)
+    last_metrics: jnp.ndarray  # float32 [len(LOSS_METRICS)]: the latest update's LossMetrics, flat
+    transform_state: Any = ()  # per-env state of the algorithm's observation/reward transform (() without one)
+
+
+class LossMetrics(NamedTuple):
+    """What one update reports of its losses (means over its minibatches); the trace's columns
+    (trace_schema.LOSS_METRICS) in the same order. NaN where the update has no such loss."""
+
+    policy_loss: jnp.ndarray
+    value_loss: jnp.ndarray
+    cost_value_loss: jnp.ndarray  # NaN without a cost critic
+    entropy: jnp.ndarray
+    approx_kl: jnp.ndarray  # mean(rho - 1 - log rho)
+    action_std: jnp.ndarray  # the policy's mean pre-tanh sigma (exploration noise left)
+
+    def flat(self) -> jnp.ndarray:
+        """[len(LOSS_METRICS)] float32, the form the trace and the training state keep."""
+        return jnp.stack(list(self))
+
+    @classmethod
+    def from_flat(cls, values) -> LossMetrics:
+        return cls(*(values[i] for i in range(len(cls._fields))))
+
+
+assert LossMetrics._fields == LOSS_METRICS, "LossMetrics and trace_schema.LOSS_METRICS name the same columns"
 
 
 class IterateLog(NamedTuple):
@@ -77,13 +108,15 @@ class UpdateSummary(NamedTuple):
 
 
 class Transition(NamedTuple):
-    obs: jnp.ndarray
-    raw_action: jnp.ndarray
-    log_prob: jnp.ndarray
-    reward: jnp.ndarray
+    """One step of the rollout ([S, N] stacked), or of a sequence ([B, U])."""
+
+    obs: jnp.ndarray  # the policy's observation (a sequence holds U + 1: the last one bootstraps)
+    raw_action: jnp.ndarray  # the pre-tanh sample z (the env got tanh(z), or a shield's correction)
+    log_prob: jnp.ndarray  # of tanh(z) under the behaviour policy
+    reward: jnp.ndarray  # the training reward (an algorithm's transform may change the task's)
     cost: jnp.ndarray
     done: jnp.ndarray
-    truncated: jnp.ndarray
+    truncated: jnp.ndarray  # ended by the time limit, not by the task
 
 
 class Programs(NamedTuple):
@@ -94,8 +127,172 @@ class Programs(NamedTuple):
     evaluate: Any  # (params, normalizer, seed, noise_scale, hyper) -> (Finished of the eval episodes, first obs)
 
 
+class Learner(NamedTuple):
+    """The static pieces one config's programs are built from (Python values, no runtime ones)."""
+
+    config: TrainConfig  # the static config (runtime fields blanked)
+    hooks: Hooks  # the algorithm's (several, switched on Hyper.algo_index, in a shared program)
+    env_reset: Callable  # keys [n] -> the task's state of n envs
+    env_step: Callable  # (state [n], action [n, A]) -> state [n]
+    with_cost: bool  # the params hold a cost critic
+    cost_by_algo: tuple | None  # a shared program: per algorithm index, whether it trains the cost critic
+    state_columns: tuple  # the trace's columns of the algorithm's state
+
+    @property
+    def transform(self) -> EnvTransform | None:
+        return self.hooks.transform
+
+    @property
+    def activation(self) -> str:
+        return self.config.activation
+
+    @property
+    def normalize(self) -> bool:
+        return self.config.normalize_observations
+
+
+# ---- acting ------------------------------------------------------------------------------
+
+def policy_distribution(learner: Learner, params, norm: Normalizer, obs):
+    """(mu, sigma) [..., A] of the pre-tanh Gaussian at policy observations [..., O]."""
+    return dist.split_output(apply_mlp(params["policy"], normalize(norm, obs, learner.normalize), learner.activation))
+
+
+def policy_observation(learner: Learner, transform_state, obs, h: Hyper):
+    """The task's observations [n, O] as the policy sees them (an algorithm's transform may add entries)."""
+    return obs if learner.transform is None else learner.transform.observe(transform_state, obs, h)
+
+
+def training_reward(learner: Learner, transform_state, next_env_state, h: Hyper):
+    """(transform state, the reward [n] the critics and advantages train on) after a step."""
+    if learner.transform is None:
+        return transform_state, next_env_state.reward
+    return learner.transform.step(transform_state, next_env_state, h)
+
+
+def shielded_action(learner: Learner, algo_state, obs, action, h: Hyper, env_state, key):
+    """(the action the env gets, the shield's record): the policy's action and () without a
+    shield (Hooks.act); a shield sees the cost of the current state, 0 at an episode's start."""
+    if learner.hooks.act is None:
+        return action, ()
+    current_cost = jnp.where(env_state.done, 0.0, env_state.cost)  # a fresh episode's: 0, as reset says
+    return learner.hooks.act(algo_state, obs, action, h, current_cost, jax.random.fold_in(key, 1))
+
+
+def trace_values(learner: Learner, algo_state, transform_state, h: Hyper):
+    """(multiplier, state columns [len(state_columns)]) the trace logs for this state (Hooks.trace)."""
+    values = learner.hooks.trace(algo_state, transform_state, h)
+    n_state = len(learner.state_columns)
+    if len(values) != 1 + n_state:
+        raise ValueError(f"algos.registry {learner.config.algo!r}: trace gives {len(values) - 1} state columns, "
+                         f"the entry names {n_state} ({learner.state_columns})")
+    columns = (jnp.stack([jnp.asarray(v, jnp.float32) for v in values[1:]]) if n_state
+               else jnp.zeros((0,), jnp.float32))
+    return jnp.asarray(values[0], jnp.float32), columns
+
+
+# ---- 1. collect the rollout ---------------------------------------------------------------
+
+def act(learner: Learner, params, norm: Normalizer, algo_state, transform_state, env_state, key, h: Hyper):
+    """The policy acts in the N envs: (policy observations [N, O], pre-tanh sample z [N, A], mu,
+    sigma, the action the env gets [N, A], the shield's record)."""
+    obs = policy_observation(learner, transform_state, env_state.obs, h)
+    mu, sigma = policy_distribution(learner, params, norm, obs)
+    z = dist.sample_pre_tanh(key, mu, sigma)
+    action, record = shielded_action(learner, algo_state, obs, jnp.tanh(z), h, env_state, key)
+    return obs, z, mu, sigma, action, record
+
+
+def record_step(learner: Learner, next_env_state, transform_state, pending: Finished, log: IterateLog,
+                obs, z, mu, sigma, logged_row: tuple, h: Hyper):
+    """After the env step: (transform state, pending episodes, log, the Transition [N], the
+    episodes that just ended). An iterate completed here gets `logged_row` beside its episodes."""
+    transform_state, reward = training_reward(learner, transform_state, next_env_state, h)
+    finished = builtin_finished(next_env_state)
+    pending, rows, count = advance(pending, finished, log[1:], log.count, logged_row)
+    transition = Transition(obs, z, dist.log_prob(z, mu, sigma), reward, next_env_state.cost,
+                            next_env_state.done, next_env_state.truncated)
+    return transform_state, pending, IterateLog(count, *rows), transition, finished
+
+
+def collect_rollout(learner: Learner, state: TrainState, log: IterateLog, key, logged: tuple, h: Hyper):
+    """S = unrolls_per_update x unroll_length steps of the N envs with the current policy. Each
+    env's finished episodes go to `log` (`logged`: what the trainer adds to an iterate's row:
+    multiplier, metrics, state columns). Returns the env, transform and pending-episode state
+    after the last step, the log, and stacked over the steps: the transitions ([S, N, ...]), the
+    episodes that ended (Finished [S, N]) and the shield's records."""
+
+    def step(carry, step_index):
+        env_state, transform_state, pending, log, key = carry
+        key, k_act = jax.random.split(key)
+        obs, z, mu, sigma, action, record = act(learner, state.params, state.normalizer, state.algo_state,
+                                                transform_state, env_state, k_act, h)
+        next_env_state = learner.env_step(env_state, action)
+        transform_state, pending, log, transition, finished = record_step(
+            learner, next_env_state, transform_state, pending, log, obs, z, mu, sigma,
+            (state.update, step_index, *logged), h)
+        return (next_env_state, transform_state, pending, log, key), (transition, finished, record)
+
+    rollout_steps = learner.config.unrolls_per_update * learner.config.unroll_length
+    (env_state, transform_state, pending, log, _), (rollout, ended, records) = jax.lax.scan(
+        step, (state.env_state, state.transform_state, state.pending, log, key),
+        jnp.arange(rollout_steps, dtype=jnp.int32))
+    return env_state, transform_state, pending, log, rollout, ended, records
+
+
+# ---- 2. the batch: the normaliser, sequences, the algorithm's statistics ----------------------
+
+def rollout_sequences(rollout: Transition, last_obs, unrolls: int, unroll_length: int) -> Transition:
+    """[S, N, ...] rollout (S = unrolls x U steps) -> [unrolls * N, U, ...] sequences of U steps;
+    a sequence's observations hold U + 1 steps, the last (from the next unroll, or `last_obs`
+    [N, O] after the rollout) bootstraps its critics' values."""
+    all_obs = jnp.concatenate([rollout.obs, last_obs[None]], axis=0)  # [S + 1, N, O]
+    obs_index = jnp.arange(unrolls)[:, None] * unroll_length + jnp.arange(unroll_length + 1)[None, :]
+
+    def to_sequences(x, steps):
+        x = x.reshape(unrolls, steps, *x.shape[1:]) if steps == unroll_length else x
+        x = jnp.swapaxes(x, 1, 2)  # [unrolls, N, steps, ...]
+        return x.reshape(x.shape[0] * x.shape[1], steps, *x.shape[3:])
+
+    return Transition(to_sequences(all_obs[obs_index], unroll_length + 1),
+                      *(to_sequences(x, unroll_length) for x in rollout[1:]))
+
+
+def rollout_batch(learner: Learner, norm: Normalizer, rollout: Transition, ended: Finished, records,
+                  transform_state, env_obs, h: Hyper):
+    """(normaliser with the rollout folded in, the sequences, UpdateStats of the batch) from a
+    rollout and the envs' observations [N, O] after it."""
+    cfg = learner.config
+    if learner.normalize:
+        norm = update_normalizer(norm, rollout.obs)
+    last_obs = policy_observation(learner, transform_state, env_obs, h)
+    sequences = rollout_sequences(rollout, last_obs, cfg.unrolls_per_update, cfg.unroll_length)
+    stats = update_stats(jnp.mean(rollout.cost), h, cfg.episode_length, ended.done, ended.cost, rollout.obs,
+                         rollout.raw_action, rollout.cost, records)
+    return norm, sequences, stats
+
+
+# ---- 3. an algorithm's own policy step (CPO), in place of the SGD policy loss -----------------
+
+def algorithm_policy_step(learner: Learner, params, sequences: Transition, norm: Normalizer,
+                          rollout_norm: Normalizer, algo_state, stats, key, h: Hyper):
+    """(params with the stepped policy, algorithm state, the step's (policy_loss, entropy,
+    approx_kl)): Hooks.policy_step on the whole batch, before the critics move (advantages from
+    the critics that valued the batch; the policy sees the normaliser its rollout used)."""
+    adv, cost_adv = batch_advantages(learner, params, sequences, norm, h)
+    step_in = PolicyStepInputs(
+        params["policy"], lambda p, o: policy_distribution(learner, {"policy": p}, rollout_norm, o),
+        sequences.obs[:, :-1], sequences.raw_action, sequences.log_prob, adv, cost_adv, algo_state, stats, key)
+    policy, algo_state, step_metrics = learner.hooks.policy_step(step_in, h)
+    return {**params, "policy": policy}, algo_state, step_metrics
+
+
+# ---- the losses (of phase 4) ------------------------------------------------------------
+
 def gae(rewards, values, bootstrap, done, truncated, discount, lam):
-    """Brax's GAE over [B, U] sequences: truncated steps carry no advantage and no bootstrap."""
+    """Brax's GAE over [B, U] sequences: (value targets vs, advantages), both [B, U] and without
+    gradient; `bootstrap` [B] values the step after the last. Truncated steps carry no advantage
+    and no bootstrap."""
     truncated = truncated.astype(jnp.float32)
     not_terminal = 1.0 - done.astype(jnp.float32) * (1.0 - truncated)
     keep = 1.0 - truncated
@@ -114,86 +311,171 @@ def gae(rewards, values, bootstrap, done, truncated, discount, lam):
     return jax.lax.stop_gradient(vs), jax.lax.stop_gradient(advantages)
 
 
-class LossSetup(NamedTuple):
-    """What the losses take from the static config: the networks' activation, whether
-    observations are normalised, whether a cost critic trains, and the algorithm's hooks (with
-    `hooks.policy_step` set the policy moves in the algorithm's own step; SGD fits the critics).
-    A shared program (several algorithms, algos.registry.program_algos) holds a cost critic when
-    any of them trains one; `cost_by_algo` then says, per runtime algorithm index, whether it does."""
-
-    activation: str
-    normalize: bool
-    with_cost: bool
-    hooks: Any
-    cost_by_algo: tuple | None = None
-
-
-def critic(params, name: str, obs, rewards, mb: Transition, h: Hyper, activation: str):
-    """(values [B, U+1], GAE targets vs, advantages) of one critic over [B, U] sequences."""
+def critic(params, name: str, obs, rewards, sequences: Transition, h: Hyper, activation: str):
+    """(values [B, U+1], GAE targets vs [B, U], advantages [B, U]) of one critic over sequences
+    with normalised observations `obs` [B, U+1, O]."""
     values = apply_mlp(params[name], obs, activation)[..., 0]
-    vs, adv = gae(rewards, values[:, :-1], values[:, -1], mb.done, mb.truncated, h.discount, h.gae_lambda)
+    vs, adv = gae(rewards, values[:, :-1], values[:, -1], sequences.done, sequences.truncated, h.discount,
+                  h.gae_lambda)
     return values, vs, adv
 
 
-def minibatch_loss(params, mb: Transition, norm, algo_state, multiplier, h: Hyper, key, setup: LossSetup):
-    """The loss of one minibatch of [B, U] sequences and its metrics (trace_schema.LOSS_METRICS):
-    the algorithm's policy loss on the standardised reward advantage and the raw cost advantage,
-    plus both critics' 0.25 * mean squared GAE-target error, minus the entropy bonus. GAE uses the
-    critics as they are (Brax); the multiplier and the algorithm's state are constants here."""
-    act = setup.activation
-    obs = normalize(norm, mb.obs, setup.normalize)  # [B, U+1, O]
-    sgd_policy = setup.hooks.policy_step is None
-    mu, sigma = dist.split_output(apply_mlp(params["policy"], obs[:, :-1], act))
-    action_std = jax.lax.stop_gradient(jnp.mean(sigma))
-    if sgd_policy:
-        log_ratio = dist.log_prob(mb.raw_action, mu, sigma) - mb.log_prob
-        ratio = jnp.exp(log_ratio)
-    values, vs, adv = critic(params, "value", obs, mb.reward * h.reward_scaling, mb, h, act)
-    value_loss = 0.25 * jnp.mean(jnp.square(vs - values[:, :-1]))
-    cost_adv, cost_term, cost_value_loss = cost_critic_loss(params, obs, mb, h, setup, adv)
-    if not sgd_policy:  # the policy moved in the algorithm's own step; its entries come from there
-        nan = jnp.float32(jnp.nan)
-        return value_loss + cost_term, _metrics(policy_loss=nan, value_loss=value_loss, cost_value_loss=cost_value_loss,
-                                 entropy=nan, approx_kl=nan, action_std=action_std)
-    state = jax.lax.stop_gradient(algo_state)
-    pol_loss = setup.hooks.loss(LossInputs(ratio, log_ratio, standardise(adv), cost_adv,
-                                           jax.lax.stop_gradient(multiplier), jnp.float32(0.0), state), h)
-    entropy = jnp.mean(dist.entropy(key, mu, sigma))
-    total = pol_loss + value_loss + cost_term - h.entropy_cost * entropy
-    approx_kl = jnp.mean((ratio - 1.0) - log_ratio)
-    return total, _metrics(policy_loss=pol_loss, value_loss=value_loss, cost_value_loss=cost_value_loss,
-                           entropy=entropy, approx_kl=approx_kl, action_std=action_std)
-
-
-def cost_critic_loss(params, obs, mb: Transition, h: Hyper, setup: LossSetup, adv):
-    """(cost advantages, the cost critic's loss term, its logged value): zeros, 0 and NaN for an
-    algorithm without a cost critic; in a shared program a `lax.switch` on the algorithm skips
-    the critic for those without one (their cost critic parameters get no gradient and stay put)."""
+def cost_critic(learner: Learner, params, obs, sequences: Transition, h: Hyper, adv):
+    """(cost values [B, U], cost advantages [B, U], the loss term, its logged value): zeros, 0 and
+    NaN for an algorithm without a cost critic; in a shared program a `lax.switch` on the algorithm
+    skips the critic for those without one (their cost critic parameters get no gradient)."""
 
     def trained(_):
-        cvalues, cvs, cost_adv = critic(params, "cost_value", obs, mb.cost, mb, h, setup.activation)
-        loss = 0.25 * jnp.mean(jnp.square(cvs - cvalues[:, :-1]))
-        return cost_adv, loss, loss
+        cost_values, cost_vs, cost_adv = critic(params, "cost_value", obs, sequences.cost, sequences, h,
+                                                learner.activation)
+        loss = 0.25 * jnp.mean(jnp.square(cost_vs - cost_values[:, :-1]))
+        return cost_values[:, :-1], cost_adv, loss, loss
 
     def untrained(_):
-        return jnp.zeros_like(adv), jnp.float32(0.0), jnp.float32(jnp.nan)
+        return jnp.zeros_like(adv), jnp.zeros_like(adv), jnp.float32(0.0), jnp.float32(jnp.nan)
 
-    if setup.cost_by_algo is None or len(set(setup.cost_by_algo)) == 1:
-        return trained(None) if setup.with_cost else untrained(None)
-    return jax.lax.switch(algo_choice(h), [trained if cost else untrained for cost in setup.cost_by_algo], None)
-
-
-def _metrics(**values):
-    return jnp.stack([values[name] for name in LOSS_METRICS])
+    if learner.cost_by_algo is None or len(set(learner.cost_by_algo)) == 1:
+        return trained(None) if learner.with_cost else untrained(None)
+    return jax.lax.switch(algo_choice(h), [trained if cost else untrained for cost in learner.cost_by_algo], None)
 
 
-def batch_advantages(params, data: Transition, norm, h: Hyper, setup: LossSetup):
-    """GAE advantages (reward, cost) of the whole batch with the critics as they are (for an
-    algorithm's own policy step); the cost advantage is 0 without a cost critic."""
-    obs = normalize(norm, data.obs, setup.normalize)
-    _, _, adv = critic(params, "value", obs, data.reward * h.reward_scaling, data, h, setup.activation)
-    return adv, cost_critic_loss(params, obs, data, h, setup, adv)[0]
+class LossConstants(NamedTuple):
+    """What the loss holds fixed through one update's epochs (no gradient flows into it)."""
 
+    normalizer: Normalizer  # after this update's rollout
+    algo_state: Any  # the algorithm's state at the start of the update
+    multiplier: jnp.ndarray  # Hooks.multiplier of that state (0 for an algorithm without one)
+    hyper: Hyper
+
+
+def minibatch_loss(params, sequences: Transition, constants: LossConstants, key, learner: Learner):
+    """(loss, LossMetrics) of one minibatch of [B, U] sequences: the algorithm's policy loss
+    (Hooks.loss on LossInputs: standardised reward advantages, raw cost advantages) plus each
+    critic's 0.25 x mean squared error to its GAE targets, minus `entropy_cost` x the entropy.
+    With the algorithm's own policy step (Hooks.policy_step) the loss fits the critics only."""
+    h = constants.hyper
+    obs = normalize(constants.normalizer, sequences.obs, learner.normalize)  # [B, U+1, O]
+    sgd_policy = learner.hooks.policy_step is None
+    mu, sigma = dist.split_output(apply_mlp(params["policy"], obs[:, :-1], learner.activation))  # [B, U, A]
+    action_std = jax.lax.stop_gradient(jnp.mean(sigma))
+    if sgd_policy:
+        log_ratio = dist.log_prob(sequences.raw_action, mu, sigma) - sequences.log_prob
+        ratio = jnp.exp(log_ratio)
+    values, vs, adv = critic(params, "value", obs, sequences.reward * h.reward_scaling, sequences, h,
+                             learner.activation)
+    value_loss = 0.25 * jnp.mean(jnp.square(vs - values[:, :-1]))
+    cost_values, cost_adv, cost_term, cost_value_loss = cost_critic(learner, params, obs, sequences, h, adv)
+    if not sgd_policy:  # the policy moved in the algorithm's own step; its entries come from there
+        nan = jnp.float32(jnp.nan)
+        return value_loss + cost_term, LossMetrics(policy_loss=nan, value_loss=value_loss,
+                                                   cost_value_loss=cost_value_loss, entropy=nan, approx_kl=nan,
+                                                   action_std=action_std)
+    policy_loss = learner.hooks.loss(LossInputs(
+        ratio=ratio, log_ratio=log_ratio, adv=standardise(adv), cost_adv=cost_adv,
+        multiplier=jax.lax.stop_gradient(constants.multiplier),
+        state=jax.lax.stop_gradient(constants.algo_state),
+        obs=obs[:, :-1], mu=mu, sigma=sigma, values=values[:, :-1], cost_values=cost_values), h)
+    entropy = jnp.mean(dist.entropy(key, mu, sigma))
+    total = policy_loss + value_loss + cost_term - h.entropy_cost * entropy
+    approx_kl = jnp.mean((ratio - 1.0) - log_ratio)
+    return total, LossMetrics(policy_loss=policy_loss, value_loss=value_loss, cost_value_loss=cost_value_loss,
+                              entropy=entropy, approx_kl=approx_kl, action_std=action_std)
+
+
+def flat_loss(params, sequences: Transition, constants: LossConstants, key, learner: Learner):
+    """`minibatch_loss` with its metrics flat (the form SGD stacks over minibatches)."""
+    total, metrics = minibatch_loss(params, sequences, constants, key, learner)
+    return total, metrics.flat()
+
+
+def batch_advantages(learner: Learner, params, sequences: Transition, norm: Normalizer, h: Hyper):
+    """GAE advantages (reward, cost), [B, U] each, of the whole batch with the critics as they are
+    (for an algorithm's own policy step); the cost advantage is 0 without a cost critic."""
+    obs = normalize(norm, sequences.obs, learner.normalize)
+    _, _, adv = critic(params, "value", obs, sequences.reward * h.reward_scaling, sequences, h, learner.activation)
+    return adv, cost_critic(learner, params, obs, sequences, h, adv)[1]
+
+
+# ---- 4. the SGD epochs ---------------------------------------------------------------------
+
+def minibatches(learner: Learner, sequences: Transition, key):
+    """One epoch's shuffle: the sequences [unrolls * N, U] as [num_minibatches, batch_size, U]
+    minibatches, and a key per minibatch."""
+    cfg = learner.config
+    k_perm, k_minibatches = jax.random.split(key)
+    order = jax.random.permutation(k_perm, cfg.sequences_per_update)
+    shuffled = jax.tree_util.tree_map(
+        lambda x: x[order].reshape(cfg.num_minibatches, cfg.batch_size, *x.shape[1:]), sequences)
+    return shuffled, jax.random.split(k_minibatches, cfg.num_minibatches)
+
+
+def adam_step(params, opt_state, grads, learning_rate):
+    """(params, opt_state) after one Adam step of size `learning_rate` (a runtime value)."""
+    updates, opt_state = ADAM.update(grads, opt_state, params)
+    return jax.tree_util.tree_map(lambda p, u: p - learning_rate * u, params, updates), opt_state
+
+
+def sgd_epochs(learner: Learner, params, opt_state, sequences: Transition, constants: LossConstants, key):
+    """`num_epochs` epochs over the [unrolls * N, U] sequences: each shuffles them into
+    `num_minibatches` minibatches of `batch_size` and takes one Adam step per minibatch.
+    Returns (params, opt_state, the LossMetrics averaged over every minibatch, flat)."""
+    loss_and_grad = jax.value_and_grad(flat_loss, has_aux=True)
+
+    def minibatch_step(carry, xs):
+        params, opt_state = carry
+        minibatch, key = xs
+        (_, metrics), grads = loss_and_grad(params, minibatch, constants, key, learner)
+        params, opt_state = adam_step(params, opt_state, grads, constants.hyper.learning_rate)
+        return (params, opt_state), metrics
+
+    def epoch(carry, key):
+        return jax.lax.scan(minibatch_step, carry, minibatches(learner, sequences, key))
+
+    (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state),
+                                                jax.random.split(key, learner.config.num_epochs))
+    return params, opt_state, jnp.mean(metrics, axis=(0, 1))
+
+
+# ---- one update ----------------------------------------------------------------------------
+
+def training_step(learner: Learner, state: TrainState, log: IterateLog, h: Hyper):
+    """One PPO update of the run (the phases above, in order): (state, log, UpdateSummary)."""
+    hooks = learner.hooks
+    key, k_rollout, k_sgd = jax.random.split(state.key, 3)
+    multiplier, state_columns = trace_values(learner, state.algo_state, state.transform_state, h)
+
+    # 1. collect the rollout
+    env_state, transform_state, pending, log, rollout, ended, records = collect_rollout(
+        learner, state, log, k_rollout, (multiplier, state.last_metrics, state_columns), h)
+
+    # 2. the batch: the normaliser folds the rollout in; sequences of unroll_length steps
+    norm, sequences, stats = rollout_batch(learner, state.normalizer, rollout, ended, records, transform_state,
+                                           env_state.obs, h)
+
+    # 3. an algorithm's own policy step (CPO); the epochs then fit the critics only
+    params, algo_state = state.params, state.algo_state
+    if hooks.policy_step is not None:
+        params, algo_state, step_metrics = algorithm_policy_step(
+            learner, params, sequences, norm, state.normalizer, algo_state, stats, jax.random.fold_in(k_sgd, 1), h)
+
+    # 4. the SGD epochs, the multiplier and the algorithm's state held fixed
+    loss_multiplier = jnp.float32(0.0) if hooks.multiplier is None else hooks.multiplier(state.algo_state, h)
+    constants = LossConstants(norm, state.algo_state, loss_multiplier, h)
+    params, opt_state, metrics = sgd_epochs(learner, params, state.opt_state, sequences, constants, k_sgd)
+    if hooks.policy_step is not None:  # its policy loss, entropy and KL come from the algorithm's step
+        metrics = LossMetrics.from_flat(metrics)._replace(**{
+            name: jnp.asarray(value, jnp.float32) for name, value in zip(POLICY_STEP_METRICS, step_metrics)}).flat()
+
+    # 5. the algorithm's own update (multiplier, penalty, ...) from this batch's statistics
+    if hooks.update is not None:
+        algo_state = hooks.update(algo_state, stats, h)
+    new_state = TrainState(params, opt_state, norm, env_state, key, algo_state, pending, state.update + 1,
+                           state.iterates, metrics, transform_state)
+    summary = UpdateSummary(stats.mean_step_cost, trace_values(learner, algo_state, transform_state, h)[0])
+    return new_state, log, summary
+
+
+# ---- building the programs -----------------------------------------------------------------
 
 def make_env(config: TrainConfig):
     import envs  # imported here so algos imports without the envs package being built
@@ -240,6 +522,15 @@ def split_member_axis(x, members: int):
     return x.reshape((members, x.shape[0] // members) + x.shape[1:])
 
 
+def make_learner(cfg: TrainConfig, env, batched: bool = False) -> Learner:
+    """The static pieces of `cfg`'s programs (`cfg.algo` may join several with "+": a shared program)."""
+    specs = [registry.get(name) for name in cfg.algo.split("+")]
+    cost_by_algo = tuple(s.uses_cost_critic for s in specs)
+    return Learner(config=cfg, hooks=specs[0].hooks_obj if len(specs) == 1 else shared_hooks(specs),
+                   env_reset=env_batch(env.reset, batched), env_step=env_batch(env.step, batched),
+                   with_cost=any(cost_by_algo), cost_by_algo=cost_by_algo, state_columns=specs[0].state_columns)
+
+
 def build_programs(config: TrainConfig, env=None, batched: bool = False, shared: bool | None = None) -> Programs:
     """The (unjitted) init / chunk / evaluate functions of `config`'s static part: built from the
     blanked config, so no runtime value is baked in (algos.programs memoises their compiled form).
@@ -250,200 +541,79 @@ def build_programs(config: TrainConfig, env=None, batched: bool = False, shared:
     env step folds the member axis into the env batch (env_batch) and the chunk's budget is a
     mask, not a `cond` (a cond on a per-member value would become a select anyway)."""
     shared = not batched if shared is None else shared
-    return _build_programs(config.static_key(shared), env if env is not None else make_env(config), batched)
+    env = env if env is not None else make_env(config)
+    learner = make_learner(config.static_key(shared), env, batched)
+    obs_size = env.observation_size + (learner.transform.extra_obs if learner.transform is not None else 0)
+    return Programs(init=lambda seed, h: init(learner, env.action_size, obs_size, seed, h),
+                    chunk=lambda state, h, num_updates: chunk(learner, batched, state, h, num_updates),
+                    evaluate=lambda *args: evaluate(learner, *args))
 
 
-def _build_programs(cfg: TrainConfig, env, batched: bool = False) -> Programs:
-    N, T, U = cfg.num_envs, cfg.episode_length, cfg.unroll_length
-    R, M, B = cfg.unrolls_per_update, cfg.num_minibatches, cfg.batch_size
-    S = R * U  # rollout steps per env per update
-    C = cfg.iterate_capacity
-    act, use_norm, algo = cfg.activation, cfg.normalize_observations, cfg.algo
-    adam = optax.scale_by_adam()
-    n_metrics = len(LOSS_METRICS)
-    specs = [registry.get(name) for name in algo.split("+")]  # several: a shared program (static_key)
-    spec = specs[0]
-    hooks = spec.hooks_obj if len(specs) == 1 else shared_hooks(specs)
-    cost_by_algo = tuple(s.uses_cost_critic for s in specs)
-    with_cost = any(cost_by_algo)  # the state holds a cost critic
-    transform = hooks.transform
-    n_state = len(spec.state_columns)
-    sgd_policy = hooks.policy_step is None  # False: the algorithm's own policy step, the SGD fits the critics
-    obs_size = env.observation_size + (transform.extra_obs if transform is not None else 0)
-    env_reset, env_step = env_batch(env.reset, batched), env_batch(env.step, batched)
+def init(learner: Learner, action_size: int, obs_size: int, seed, h: Hyper) -> TrainState:
+    """A run's training state from its seed: fresh networks, envs and algorithm state."""
+    cfg, hooks, transform = learner.config, learner.hooks, learner.transform
+    key = jax.random.PRNGKey(seed)
+    k_params, k_env, k_run = jax.random.split(key, 3)
+    params = init_params(k_params, obs_size, action_size, cfg.policy_hidden, cfg.critic_hidden, learner.with_cost)
+    env_state = learner.env_reset(jax.random.split(k_env, cfg.num_envs))
+    transform_state = () if transform is None else transform.init(cfg.num_envs, h)
+    algo_state = hooks.init(h, jax.random.fold_in(key, ALGO_INIT_SALT)) if hooks.keyed_init else hooks.init(h)
+    return TrainState(params, ADAM.init(params), init_normalizer(obs_size), env_state, k_run,
+                      algo_state, no_episodes(cfg.num_envs), jnp.int32(0), jnp.int32(0),
+                      jnp.full((len(LOSS_METRICS),), jnp.nan, jnp.float32), transform_state)
 
-    def policy_dist(params, norm, obs):
-        return dist.split_output(apply_mlp(params["policy"], normalize(norm, obs, use_norm), act))
 
-    def policy_obs(tstate, obs, h):
-        return obs if transform is None else transform.observe(tstate, obs, h)
+def chunk(learner: Learner, batched: bool, state: TrainState, h: Hyper, num_updates):
+    """`chunk_updates` updates, skipping those at or past `num_updates` (a runtime budget)."""
+    cfg = learner.config
+    capacity, n_envs, n_state = cfg.iterate_capacity, cfg.num_envs, len(learner.state_columns)
+    log = IterateLog(jnp.int32(0), jnp.zeros((capacity, n_envs), jnp.float32),
+                     jnp.zeros((capacity, n_envs), jnp.float32), jnp.zeros((capacity, n_envs), jnp.int32),
+                     jnp.zeros((capacity,), jnp.int32), jnp.zeros((capacity,), jnp.int32),
+                     jnp.zeros((capacity,), jnp.float32), jnp.zeros((capacity, len(LOSS_METRICS)), jnp.float32),
+                     jnp.zeros((capacity, n_state), jnp.float32))
 
-    def traced(algo_state, tstate, h):
-        """(multiplier, state columns [n_state]) the trace records for this state."""
-        values = hooks.trace(algo_state, tstate, h)
-        if len(values) != 1 + n_state:
-            raise ValueError(f"algos.registry {algo!r}: trace gives {len(values) - 1} state columns, the entry "
-                             f"names {n_state} ({spec.state_columns})")
-        columns = (jnp.stack([jnp.asarray(v, jnp.float32) for v in values[1:]]) if n_state
-                   else jnp.zeros((0,), jnp.float32))
-        return jnp.asarray(values[0], jnp.float32), columns
+    def run(args):
+        state, log, summary = training_step(learner, *args, h)
+        return (state, log), summary
 
-    # ---- init ------------------------------------------------------------------------
-    def init(seed, h: Hyper) -> TrainState:
-        key = jax.random.PRNGKey(seed)
-        k_params, k_env, k_run = jax.random.split(key, 3)
-        params = init_params(k_params, obs_size, env.action_size, cfg.policy_hidden,
-                             cfg.critic_hidden, with_cost)
-        env_state = env_reset(jax.random.split(k_env, N))
-        tstate = () if transform is None else transform.init(N, h)
-        algo_state = hooks.init(h, jax.random.fold_in(key, ALGO_INIT_SALT)) if hooks.keyed_init else hooks.init(h)
-        return TrainState(params, adam.init(params), init_normalizer(obs_size), env_state, k_run,
-                          algo_state, no_episodes(N), jnp.int32(0), jnp.int32(0),
-                          jnp.full((n_metrics,), jnp.nan, jnp.float32), tstate)
+    def skip(args):
+        state = args[0]
+        return args, UpdateSummary(jnp.float32(0.0), trace_values(learner, state.algo_state, state.transform_state, h)[0])
 
-    setup = LossSetup(act, use_norm, with_cost, hooks, cost_by_algo)
-    grad_fn = jax.value_and_grad(minibatch_loss, has_aux=True)
+    def body(carry, _):
+        active = carry[0].update < num_updates
+        if not batched:
+            return jax.lax.cond(active, run, skip, carry)
+        # a member past its budget computes the update with its pack-mates and keeps its state
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(active, a, b), run(carry), skip(carry))
 
-    # ---- one update ------------------------------------------------------------------
-    def do_update(state: TrainState, log: IterateLog, h: Hyper):
-        key, k_roll, k_sgd = jax.random.split(state.key, 3)
-        norm = state.normalizer
-        multiplier, state_columns = traced(state.algo, state.transform, h)
+    (state, log), summaries = jax.lax.scan(body, (state, log), None, length=cfg.chunk_updates)
+    state = state._replace(iterates=state.iterates + log.count)
+    return state, log, summaries
 
-        def rollout_step(carry, step_index):
-            env_state, tstate, pending, log, key = carry
-            key, k_act = jax.random.split(key)
-            obs = policy_obs(tstate, env_state.obs, h)
-            mu, sigma = policy_dist(state.params, norm, obs)
-            z = dist.sample_pre_tanh(k_act, mu, sigma)
-            action, record = jnp.tanh(z), ()
-            if hooks.act is not None:  # a shield: the env gets its correction, PPO trains on z
-                current_cost = jnp.where(env_state.done, 0.0, env_state.cost)  # a fresh episode's: 0, as reset says
-                action, record = hooks.act(state.algo, obs, action, h, current_cost, jax.random.fold_in(k_act, 1))
-            next_state = env_step(env_state, action)
-            if transform is None:
-                reward = next_state.reward
-            else:
-                tstate, reward = transform.step(tstate, next_state, h)
-            extra = (state.update, step_index, multiplier, state.last_metrics, state_columns)
-            finished = builtin_finished(next_state)
-            pending, rows, count = advance(pending, finished, log[1:], log.count, extra)
-            log = IterateLog(count, *rows)
-            transition = Transition(obs, z, dist.log_prob(z, mu, sigma), reward, next_state.cost,
-                                    next_state.done, next_state.truncated)
-            return (next_state, tstate, pending, log, key), (transition, finished, record)
 
-        (env_state, tstate, pending, log, _), (traj, ended, records) = jax.lax.scan(
-            rollout_step, (state.env_state, state.transform, state.pending, log, k_roll),
-            jnp.arange(S, dtype=jnp.int32))
-        if use_norm:
-            norm = update_normalizer(norm, traj.obs)
+def evaluate(learner: Learner, params, norm: Normalizer, seed, noise_scale, h: Hyper):
+    """`eval_episodes` fresh-layout episodes; noise_scale 1 samples the policy, 0 acts with its
+    mode tanh(mu). Both settings use the same layouts and the same noise draws, so they differ
+    only in the noise. An algorithm's observation transform starts fresh for each episode.
+    Returns (Finished of the episodes, their first observations)."""
+    cfg, transform = learner.config, learner.transform
+    k_reset, k_noise = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), EVAL_SALT))
+    env_state = learner.env_reset(jax.random.split(k_reset, cfg.eval_episodes))
 
-        # [S, N, ...] -> R*N sequences of U steps; observations get one more step for the bootstrap
-        all_obs = jnp.concatenate([traj.obs, policy_obs(tstate, env_state.obs, h)[None]], axis=0)  # [S+1, N, O]
-        obs_index = jnp.arange(R)[:, None] * U + jnp.arange(U + 1)[None, :]  # [R, U+1]
+    def step(carry, _):
+        env_state, transform_state, pending, key = carry
+        key, k_act = jax.random.split(key)
+        mu, sigma = policy_distribution(learner, params, norm, policy_observation(learner, transform_state,
+                                                                                   env_state.obs, h))
+        z = dist.sample_pre_tanh(k_act, mu, sigma, noise_scale)
+        env_state = learner.env_step(env_state, jnp.tanh(z))
+        transform_state, _ = training_reward(learner, transform_state, env_state, h)
+        return (env_state, transform_state, keep_first(pending, builtin_finished(env_state)), key), None
 
-        def to_sequences(x, steps):
-            x = x.reshape(R, steps, N, *x.shape[2:]) if steps == U else x
-            x = jnp.swapaxes(x, 1, 2)  # [R, N, steps, ...]
-            return x.reshape(R * N, steps, *x.shape[3:])
-
-        data = Transition(to_sequences(all_obs[obs_index], U + 1),
-                          *(to_sequences(x, U) for x in traj[1:]))
-        mean_cost = jnp.mean(traj.cost)
-        stats = update_stats(mean_cost, h, T, ended.done, ended.cost, traj.obs, traj.raw_action, traj.cost, records)
-        algo_state, params = state.algo, state.params
-        if not sgd_policy:
-            # the algorithm's step on the whole batch, before the critics move (advantages from the
-            # critics that valued the batch; the policy sees the normaliser its rollout used)
-            adv, cost_adv = batch_advantages(params, data, norm, h, setup)
-            rollout_norm = state.normalizer
-            step_in = PolicyStepInputs(
-                params["policy"], lambda p, o: dist.split_output(apply_mlp(p, normalize(rollout_norm, o, use_norm),
-                                                                           act)),
-                data.obs[:, :-1], data.raw_action, data.log_prob, adv, cost_adv, algo_state, stats,
-                jax.random.fold_in(k_sgd, 1))
-            policy, algo_state, step_metrics = hooks.policy_step(step_in, h)
-            params = {**params, "policy": policy}
-
-        def sgd_step(carry, xs):
-            params, opt_state = carry
-            minibatch, key = xs
-            (_, metrics), grads = grad_fn(params, minibatch, norm, state.algo, multiplier, h, key, setup)
-            updates, opt_state = adam.update(grads, opt_state, params)
-            params = jax.tree_util.tree_map(lambda p, u: p - h.learning_rate * u, params, updates)
-            return (params, opt_state), metrics
-
-        def epoch(carry, key):
-            k_perm, k_mb = jax.random.split(key)
-            perm = jax.random.permutation(k_perm, R * N)
-            shuffled = jax.tree_util.tree_map(lambda x: x[perm].reshape(M, B, *x.shape[1:]), data)
-            return jax.lax.scan(sgd_step, carry, (shuffled, jax.random.split(k_mb, M)))
-
-        (params, opt_state), metrics = jax.lax.scan(
-            epoch, (params, state.opt_state), jax.random.split(k_sgd, cfg.num_epochs))
-        metrics = jnp.mean(metrics, axis=(0, 1))
-        if not sgd_policy:  # policy_loss, entropy, approx_kl of the algorithm's own step
-            step_metrics = jnp.asarray(step_metrics, jnp.float32)
-            metrics = metrics.at[jnp.array(POLICY_STEP_INDEX)].set(step_metrics)
-        if hooks.update is not None:
-            algo_state = hooks.update(algo_state, stats, h)
-        new_state = TrainState(params, opt_state, norm, env_state, key, algo_state, pending, state.update + 1,
-                               state.iterates, metrics, tstate)
-        summary = UpdateSummary(mean_cost, traced(algo_state, tstate, h)[0])
-        return new_state, log, summary
-
-    # ---- chunk -----------------------------------------------------------------------
-    def chunk(state: TrainState, h: Hyper, num_updates):
-        """`chunk_updates` updates, skipping those at or past `num_updates` (a runtime budget)."""
-        log = IterateLog(jnp.int32(0), jnp.zeros((C, N), jnp.float32), jnp.zeros((C, N), jnp.float32),
-                         jnp.zeros((C, N), jnp.int32), jnp.zeros((C,), jnp.int32), jnp.zeros((C,), jnp.int32),
-                         jnp.zeros((C,), jnp.float32),
-                         jnp.zeros((C, n_metrics), jnp.float32), jnp.zeros((C, n_state), jnp.float32))
-
-        def run(args):
-            state, log, summary = do_update(*args, h)
-            return (state, log), summary
-
-        def skip(args):
-            return args, UpdateSummary(jnp.float32(0.0), traced(args[0].algo, args[0].transform, h)[0])
-
-        def body(carry, _):
-            active = carry[0].update < num_updates
-            if not batched:
-                return jax.lax.cond(active, run, skip, carry)
-            # a member past its budget computes the update with its pack-mates and keeps its state
-            return jax.tree_util.tree_map(lambda a, b: jnp.where(active, a, b), run(carry), skip(carry))
-
-        (state, log), summaries = jax.lax.scan(body, (state, log), None, length=cfg.chunk_updates)
-        state = state._replace(iterates=state.iterates + log.count)
-        return state, log, summaries
-
-    # ---- evaluation ------------------------------------------------------------------
-    E = cfg.eval_episodes
-
-    def evaluate(params, norm, seed, noise_scale, h: Hyper):
-        """E fresh-layout episodes; noise_scale 1 samples the policy, 0 acts with its mode tanh(mu).
-
-        Both settings use the same layouts and the same noise draws, so they differ only in the noise.
-        An algorithm's observation transform starts fresh for each episode (h: its runtime values).
-        """
-        k_reset, k_noise = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), EVAL_SALT))
-        env_state = env_reset(jax.random.split(k_reset, E))
-
-        def step(carry, _):
-            env_state, tstate, pending, key = carry
-            key, k_act = jax.random.split(key)
-            mu, sigma = policy_dist(params, norm, policy_obs(tstate, env_state.obs, h))
-            z = dist.sample_pre_tanh(k_act, mu, sigma, noise_scale)
-            env_state = env_step(env_state, jnp.tanh(z))
-            if transform is not None:
-                tstate, _ = transform.step(tstate, env_state, h)
-            return (env_state, tstate, keep_first(pending, builtin_finished(env_state)), key), None
-
-        first_obs = env_state.obs
-        tstate = () if transform is None else transform.init(E, h)
-        (_, _, pending, _), _ = jax.lax.scan(step, (env_state, tstate, no_episodes(E), k_noise), None, length=T)
-        return pending, first_obs
-
-    return Programs(init, chunk, evaluate)
+    first_obs = env_state.obs
+    transform_state = () if transform is None else transform.init(cfg.eval_episodes, h)
+    (_, _, pending, _), _ = jax.lax.scan(step, (env_state, transform_state, no_episodes(cfg.eval_episodes), k_noise),
+                                         None, length=cfg.episode_length)
+    return pending, first_obs

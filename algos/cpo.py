@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from algos import distribution as dist
-from algos.hooks import standardise
+from algos.ppo import standardise
 from algos.interface import Hooks, PolicyStepInputs
 
 CG_RESIDUAL_TOL = 1e-10  # OmniSafe's conjugate_gradients defaults

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from algos.hooks import clipped_surrogate, standardise
+from algos.ppo import clipped_surrogate, standardise
 from algos.interface import Hooks, LossInputs, UpdateStats
 
 

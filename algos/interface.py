@@ -12,7 +12,8 @@ checkpointed with it and a resumed run is bitwise the uninterrupted one:
   `state_columns` once per logged iterate (the values at the start of the
   update during whose rollout the iterate completed);
 * its **policy loss** for one minibatch, `loss(x: LossInputs, h)`, minimised by the core's
-  SGD epochs together with the critics' losses; x.state is the state, a constant;
+  SGD epochs together with the critics' losses; x.state is the state and x.multiplier what
+  `multiplier(state, h)` gives (0 without it), both constants;
 * optionally an **observation/reward transform** of the task (`EnvTransform`, e.g. Saute's
   remaining budget): per-env state carried through the rollout and the evaluation, extra
   observation entries the networks and the normaliser see, and the reward the critics and
@@ -45,20 +46,26 @@ import jax.numpy as jnp
 class AlgoState(NamedTuple):
     """The simple form's state: one multiplier and the latest violation."""
 
-    multiplier: jnp.ndarray  # PPO-Lag lambda, P3O kappa, FOCOPS nu; 0 for PPO
-    last_violation: jnp.ndarray  # c - d/T of the latest update (P3O's Delta)
+    multiplier: jnp.ndarray  # PPO-Lag lambda, P3O kappa, FOCOPS nu; 0 for PPO (the loss's x.multiplier)
+    last_violation: jnp.ndarray  # c - d/T of the latest update (P3O's Delta: x.state.last_violation)
 
 
 class LossInputs(NamedTuple):
-    """What an algorithm's policy loss sees for one minibatch."""
+    """What an algorithm's policy loss sees for one minibatch of B sequences of U steps. The
+    multiplier and the state are constants for the gradient; the distribution and the values
+    carry it (a loss term on `values` trains the reward critic)."""
 
-    ratio: jnp.ndarray  # pi / pi_old
-    log_ratio: jnp.ndarray  # log(pi / pi_old)
-    adv: jnp.ndarray  # reward advantages, standardised over the minibatch
-    cost_adv: jnp.ndarray  # raw cost advantages (zeros without a cost critic)
-    multiplier: jnp.ndarray  # the multiplier (the trace's), a constant for the gradient
-    last_violation: jnp.ndarray  # c - d/T of the previous update (simple form; 0 in the general form)
-    state: Any = None  # the algorithm's own state, a constant for the gradient
+    ratio: jnp.ndarray  # [B, U] pi / pi_old of the actions taken
+    log_ratio: jnp.ndarray  # [B, U] log(pi / pi_old)
+    adv: jnp.ndarray  # [B, U] reward advantages, standardised over the minibatch
+    cost_adv: jnp.ndarray  # [B, U] raw cost advantages (zeros without a cost critic)
+    multiplier: jnp.ndarray  # [] Hooks.multiplier of the state (0 without one)
+    state: Any = None  # the algorithm's own state at the start of the update
+    obs: Any = None  # [B, U, O] the policy's observations, normalised
+    mu: Any = None  # [B, U, A] the policy's pre-tanh Gaussian: mean
+    sigma: Any = None  # [B, U, A] and standard deviation (algos.distribution)
+    values: Any = None  # [B, U] the reward critic's values
+    cost_values: Any = None  # [B, U] the cost critic's values (zeros without one)
 
 
 class UpdateStats(NamedTuple):
@@ -109,6 +116,7 @@ class Hooks(NamedTuple):
     transform: EnvTransform | None = None
     act: Callable | None = None  # (state, obs [N, O], action [N, A], h, cost [N], key) -> (env action, record)
     keyed_init: bool = False  # True: init is (h, key) -> state, key a PRNG key of the run
+    multiplier: Callable | None = None  # (state, h) -> the loss's LossInputs.multiplier; None: 0
 
 
 def update_stats(mean_step_cost, h, episode_length: int, *rollout) -> UpdateStats:
@@ -120,7 +128,7 @@ def update_stats(mean_step_cost, h, episode_length: int, *rollout) -> UpdateStat
 
 def simple_hooks(spec) -> Hooks:
     """The simple form (a loss, an optional multiplier update) as `Hooks` with `AlgoState`."""
-    loss_fn, update_fn, multiplier_init = spec.loss_fn, spec.update_fn, spec.multiplier_init
+    update_fn, multiplier_init = spec.update_fn, spec.multiplier_init
 
     def init(h):
         initial = getattr(h, multiplier_init) if multiplier_init is not None else jnp.float32(0.0)
@@ -130,13 +138,13 @@ def simple_hooks(spec) -> Hooks:
         new = state.multiplier if update_fn is None else update_fn(state.multiplier, stats.violation, h)
         return AlgoState(jnp.asarray(new, jnp.float32), stats.violation)
 
-    def loss(x: LossInputs, h):
-        return loss_fn(x._replace(multiplier=x.state.multiplier, last_violation=x.state.last_violation), h)
+    def multiplier(state: AlgoState, h):
+        return state.multiplier
 
     def trace(state: AlgoState, transform_state, h):
         return (state.multiplier,)
 
-    return Hooks(init=init, trace=trace, update=update, loss=loss)
+    return Hooks(init=init, trace=trace, update=update, loss=spec.loss_fn, multiplier=multiplier)
 
 
 def algo_choice(h):
@@ -159,4 +167,4 @@ def shared_hooks(specs) -> Hooks:
     def loss(x: LossInputs, h):
         return jax.lax.switch(algo_choice(h), [one.loss for one in singles], x, h)
 
-    return Hooks(init=init, trace=singles[0].trace, update=update, loss=loss)
+    return Hooks(init=init, trace=singles[0].trace, update=update, loss=loss, multiplier=singles[0].multiplier)

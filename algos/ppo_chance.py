@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from algos.hooks import ppo_lag_loss
+from algos.ppo_lag import ppo_lag_loss
 from algos.interface import Hooks, UpdateStats
 
 
@@ -51,4 +51,10 @@ def trace(s: ChanceState, transform_state, h):
     return s.lam, s.rate, s.episodes
 
 
-HOOKS = Hooks(init=init, trace=trace, update=update, loss=ppo_lag_loss)
+
+def multiplier(s: ChanceState, h):
+    """The Lagrange multiplier PPO-Lag's loss weighs the cost advantage by."""
+    return s.lam
+
+
+HOOKS = Hooks(init=init, trace=trace, update=update, loss=ppo_lag_loss, multiplier=multiplier)

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from algos.hooks import ppo_lag_loss
+from algos.ppo_lag import ppo_lag_loss
 from algos.interface import Hooks, UpdateStats
 
 
@@ -57,4 +57,10 @@ def trace(s: CVaRState, transform_state, h):
     return s.lam, s.cvar
 
 
-HOOKS = Hooks(init=init, trace=trace, update=update, loss=ppo_lag_loss)
+
+def multiplier(s: CVaRState, h):
+    """The Lagrange multiplier PPO-Lag's loss weighs the cost advantage by."""
+    return s.lam
+
+
+HOOKS = Hooks(init=init, trace=trace, update=update, loss=ppo_lag_loss, multiplier=multiplier)

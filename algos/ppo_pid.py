@@ -13,7 +13,7 @@ batch's mean per-step cost c and the per-step bound d/T:
 
 The PID output is *added* to lambda every update (increment form), unlike the paper's
 lambda = relu(kp v + ki I + kd D); see docs/algos.md for every departure. The policy loss is
-PPO-Lag's (`algos.hooks.ppo_lag_loss`, CRAX reuses `ppo_lag/losses.py`): the clipped surrogate on
+PPO-Lag's (`algos.ppo_lag.ppo_lag_loss`, CRAX reuses `ppo_lag/losses.py`): the clipped surrogate on
 A - lambda * standardise(A_C).
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from algos.hooks import ppo_lag_loss
+from algos.ppo_lag import ppo_lag_loss
 from algos.interface import Hooks, UpdateStats
 
 
@@ -53,4 +53,10 @@ def trace(s: PIDState, transform_state, h):
     return s.lam, s.integral, s.prev_violation, s.derivative
 
 
-HOOKS = Hooks(init=init, trace=trace, update=update, loss=ppo_lag_loss)
+
+def multiplier(s: PIDState, h):
+    """The Lagrange multiplier PPO-Lag's loss weighs the cost advantage by."""
+    return s.lam
+
+
+HOOKS = Hooks(init=init, trace=trace, update=update, loss=ppo_lag_loss, multiplier=multiplier)

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from algos.hooks import ppo_loss
+from algos.ppo import ppo_loss
 from algos.interface import EnvTransform, Hooks
 
 

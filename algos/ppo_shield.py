@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from algos.hooks import ppo_lag_loss
+from algos.ppo_lag import ppo_lag_loss
 from algos.interface import Hooks, UpdateStats
 from algos.networks import init_mlp
 from algos.normalizer import Normalizer, init_normalizer, update_normalizer
@@ -202,4 +202,10 @@ def trace(s: ShieldState, transform_state, h):
     return s.lam, s.corrected, s.correction, s.clipped, s.infeasible, s.model_loss
 
 
-HOOKS = Hooks(init=init, trace=trace, update=update, loss=loss, act=act, keyed_init=True)
+
+def multiplier(s: ShieldState, h):
+    """The Lagrange multiplier PPO-Lag's loss weighs the cost advantage by."""
+    return s.lam
+
+
+HOOKS = Hooks(init=init, trace=trace, update=update, loss=loss, act=act, keyed_init=True, multiplier=multiplier)

@@ -59,7 +59,7 @@ class Algorithm:
     """One algorithm on the PPO core (docs/algos.md).
 
     Simple form (`loss` and `update` are functions of no arguments that return the function):
-    loss:   returns `f(x: hooks.LossInputs, h: Hyper) -> scalar policy loss`
+    loss:   returns `f(x: interface.LossInputs, h: Hyper) -> scalar policy loss`
     update: returns `f(multiplier, violation, h) -> new multiplier`, called once per update with
             the per-step violation c - d/T; None keeps the multiplier fixed
     multiplier_init: the scalar whose value starts the multiplier; None means the algorithm has
@@ -121,17 +121,17 @@ class Algorithm:
 ALGORITHMS: dict[str, Algorithm] = {
     "ppo": Algorithm(
         label="PPO", uses_cost_critic=False,  # CRAX's PPO has no cost critic
-        loss=lambda: algos.hooks.ppo_loss),
+        loss=lambda: algos.ppo.ppo_loss),
     "ppo_lag": Algorithm(
         label="PPO-Lag", uses_cost_critic=True,
-        loss=lambda: algos.hooks.ppo_lag_loss, update=lambda: algos.hooks.ppo_lag_update,
+        loss=lambda: algos.ppo_lag.ppo_lag_loss, update=lambda: algos.ppo_lag.ppo_lag_update,
         multiplier_init="lagrangian_init", multiplier="\u03bb (Lagrange multiplier)",
         scalars={
             "lagrangian_lr": Scalar(3.0, "lambda's step: lambda <- max(0, lambda + lr (c - d/T)) each update"),
             "lagrangian_init": Scalar(0.0, "lambda at the start of training")}),
     "p3o": Algorithm(
         label="P3O", uses_cost_critic=True,
-        loss=lambda: algos.hooks.p3o_loss, update=lambda: algos.hooks.p3o_update,
+        loss=lambda: algos.p3o.p3o_loss, update=lambda: algos.p3o.p3o_update,
         multiplier_init="kappa_init", multiplier="\u03ba (penalty factor)",
         scalars={
             "kappa_init": Scalar(0.01, "penalty factor kappa at the start, and the floor of its decay"),
@@ -140,7 +140,7 @@ ALGORITHMS: dict[str, Algorithm] = {
             "kappa_max": Scalar(50.0, "upper limit of kappa")}),
     "focops": Algorithm(
         label="FOCOPS", uses_cost_critic=True,
-        loss=lambda: algos.hooks.focops_loss, update=lambda: algos.hooks.focops_update,
+        loss=lambda: algos.focops.focops_loss, update=lambda: algos.focops.focops_update,
         multiplier_init="nu_init", multiplier="\u03bd (cost weight)",
         scalars={
             "nu_init": Scalar(0.1, "cost weight nu at the start of training"),

@@ -5,8 +5,8 @@ analysis of each part's program, per update and per env step, and (`--time`) CPU
                                      [--pack N] [--set KEY=VALUE ...] [--time] [--repeats 3]
                                      [--analysis lowered|compiled] [--no-whole]
 
-The parts of one update (algos/core.py `_build_programs`, `do_update`), each a small jitted
-program of one iteration, counted as often as an update runs it:
+The parts of one update (algos/core.py `training_step`: its phase functions), each a small
+jitted program of one iteration, counted as often as an update runs it:
 
 * env stepping: the task's step of the N envs (x S = unrolls x unroll steps);
 * acting + recording: the policy's action, its log-probability, the algorithm's shield and
@@ -62,18 +62,13 @@ from typing import Callable, NamedTuple  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-import optax  # noqa: E402
 from jax._src.lax.control_flow import loops as _loops  # noqa: E402
 
 from algos import core  # noqa: E402
-from algos import distribution as dist  # noqa: E402
-from algos import registry  # noqa: E402
 from algos.config import hyper_of, make_config, stacked_hyper  # noqa: E402
-from algos.interface import PolicyStepInputs, shared_hooks, update_stats  # noqa: E402
 from algos.networks import apply_mlp  # noqa: E402
-from algos.normalizer import normalize, update_normalizer  # noqa: E402
+from algos.normalizer import normalize  # noqa: E402
 from algos.trace_schema import LOSS_METRICS  # noqa: E402
-from recorders.jax_recorder import advance, builtin_finished  # noqa: E402
 
 PARTS = ("env stepping", "acting + recording", "normaliser + sequences", "advantages (GAE)",
          "minibatch assembly", "forward + backward", "optimiser (Adam)", "algorithm update")
@@ -161,161 +156,102 @@ def _part_time(part: Part, values: tuple, repeats: int) -> float:
 
 
 def build(config, pack: int):
-    """(parts, generate, whole chunk, env) at `config`: each part's one-iteration function, the
-    function that makes every part's representative inputs from a real rollout, the chunk."""
+    """(parts, generate, whole chunk, env) at `config`: each part's one-iteration function (the
+    core's own phase functions, algos/core.py), the function that makes every part's
+    representative inputs from a real rollout, the chunk."""
     batched = pack > 1
     env = core.make_env(config)
-    cfg = config.static_key(shared=not batched)  # what build_programs compiles (a single run: the shared program)
-    # ---- as in core._build_programs (its closures are not reachable from outside) ---------
-    N, T, U = cfg.num_envs, cfg.episode_length, cfg.unroll_length
-    R, M, B, E = cfg.unrolls_per_update, cfg.num_minibatches, cfg.batch_size, cfg.num_epochs
-    S, C = R * U, cfg.iterate_capacity
-    act, use_norm = cfg.activation, cfg.normalize_observations
-    specs = [registry.get(name) for name in cfg.algo.split("+")]
-    spec = specs[0]
-    hooks = spec.hooks_obj if len(specs) == 1 else shared_hooks(specs)
-    cost_by_algo = tuple(s.uses_cost_critic for s in specs)
-    with_cost = any(cost_by_algo)
-    transform = hooks.transform
-    n_state = len(spec.state_columns)
-    sgd_policy = hooks.policy_step is None
-    adam = optax.scale_by_adam()
-    env_step = core.env_batch(env.step, batched)
-    setup = core.LossSetup(act, use_norm, with_cost, hooks, cost_by_algo)
-    grad_fn = jax.value_and_grad(core.minibatch_loss, has_aux=True)
+    learner = core.make_learner(config.static_key(shared=not batched), env, batched)  # what build_programs compiles
+    cfg, hooks = learner.config, learner.hooks
+    E, M = cfg.num_epochs, cfg.num_minibatches
+    S, C = cfg.unrolls_per_update * cfg.unroll_length, cfg.iterate_capacity
     programs = core.build_programs(config, env, batched=batched)
+    loss_and_grad = jax.value_and_grad(core.flat_loss, has_aux=True)
 
-    def policy_dist(params, norm, obs):
-        return dist.split_output(apply_mlp(params["policy"], normalize(norm, obs, use_norm), act))
-
-    def policy_obs(tstate, obs, h):
-        return obs if transform is None else transform.observe(tstate, obs, h)
-
-    def traced(algo_state, tstate, h):
-        values = hooks.trace(algo_state, tstate, h)
-        columns = (jnp.stack([jnp.asarray(v, jnp.float32) for v in values[1:]]) if n_state
-                   else jnp.zeros((0,), jnp.float32))
-        return jnp.asarray(values[0], jnp.float32), columns
-
-    # ---- the parts: the core's rollout step, cut at the env step (reproduced from do_update) ----
-    def acting(params, norm, algo_state, tstate, env_state, k_act, h):
-        obs = policy_obs(tstate, env_state.obs, h)
-        mu, sigma = policy_dist(params, norm, obs)
-        z = dist.sample_pre_tanh(k_act, mu, sigma)
-        action, record = jnp.tanh(z), ()
-        if hooks.act is not None:
-            current_cost = jnp.where(env_state.done, 0.0, env_state.cost)
-            action, record = hooks.act(algo_state, obs, action, h, current_cost, jax.random.fold_in(k_act, 1))
-        return obs, z, mu, sigma, action, record
-
-    def recording(next_state, tstate, pending, log, obs, z, mu, sigma, extra, h):
-        if transform is None:
-            reward = next_state.reward
-        else:
-            tstate, reward = transform.step(tstate, next_state, h)
-        finished = builtin_finished(next_state)
-        pending, rows, count = advance(pending, finished, log[1:], log.count, extra)
-        log = core.IterateLog(count, *rows)
-        transition = core.Transition(obs, z, dist.log_prob(z, mu, sigma), reward, next_state.cost,
-                                     next_state.done, next_state.truncated)
-        return tstate, pending, log, transition, finished
-
-    def act_and_record(params, norm, algo_state, tstate, env_state, next_state, pending, log, k_act, extra, h):
+    # ---- the parts: the core's phases, the rollout step cut at the env step -------------------
+    def act_and_record(params, norm, algo_state, transform_state, env_state, next_state, pending, log, key,
+                       logged_row, h):
         """One rollout step without the env step (which gets `action`; here `next_state` is given)."""
-        obs, z, mu, sigma, action, record = acting(params, norm, algo_state, tstate, env_state, k_act, h)
-        return (action, record) + recording(next_state, tstate, pending, log, obs, z, mu, sigma, extra, h)
+        obs, z, mu, sigma, action, record = core.act(learner, params, norm, algo_state, transform_state, env_state,
+                                                     key, h)
+        return (action, record) + core.record_step(learner, next_state, transform_state, pending, log, obs, z, mu,
+                                                   sigma, logged_row, h)
 
-    def to_sequences(x, steps):
-        x = x.reshape(R, steps, N, *x.shape[2:]) if steps == U else x
-        x = jnp.swapaxes(x, 1, 2)
-        return x.reshape(R * N, steps, *x.shape[3:])
-
-    def prepare(norm, traj, ended, records, tstate, final_env_obs, h):
-        if use_norm:
-            norm = update_normalizer(norm, traj.obs)
-        all_obs = jnp.concatenate([traj.obs, policy_obs(tstate, final_env_obs, h)[None]], axis=0)
-        obs_index = jnp.arange(R)[:, None] * U + jnp.arange(U + 1)[None, :]
-        data = core.Transition(to_sequences(all_obs[obs_index], U + 1), *(to_sequences(x, U) for x in traj[1:]))
-        mean_cost = jnp.mean(traj.cost)
-        stats = update_stats(mean_cost, h, T, ended.done, ended.cost, traj.obs, traj.raw_action, traj.cost, records)
-        return norm, data, stats
-
-    def shuffle(data, key):
-        k_perm, k_mb = jax.random.split(key)
-        perm = jax.random.permutation(k_perm, R * N)
-        shuffled = jax.tree_util.tree_map(lambda x: x[perm].reshape(M, B, *x.shape[1:]), data)
-        return shuffled, jax.random.split(k_mb, M)
+    def prepare(norm, rollout, ended, records, transform_state, env_obs, h):
+        return core.rollout_batch(learner, norm, rollout, ended, records, transform_state, env_obs, h)
 
     def advantages(mb, values, h):
         """`core.gae` as `core.critic` calls it, for each critic (values [critics, B, U+1])."""
-        rewards = [mb.reward * h.reward_scaling] + ([mb.cost] if with_cost else [])
+        rewards = [mb.reward * h.reward_scaling] + ([mb.cost] if learner.with_cost else [])
         return [core.gae(r, v[:, :-1], v[:, -1], mb.done, mb.truncated, h.discount, h.gae_lambda)
                 for r, v in zip(rewards, values)]
 
-    def forward_backward(params, mb, norm, algo_state, multiplier, key, h):
-        return grad_fn(params, mb, norm, algo_state, multiplier, h, key, setup)
+    def forward_backward(params, mb, constants, key):
+        return loss_and_grad(params, mb, constants, key, learner)
 
     def optimiser(grads, opt_state, params, h):
-        updates, opt_state = adam.update(grads, opt_state, params)
-        return jax.tree_util.tree_map(lambda p, u: p - h.learning_rate * u, params, updates), opt_state
+        return core.adam_step(params, opt_state, grads, h.learning_rate)
 
-    def algorithm(algo_state, tstate, stats, params, data, norm, rollout_norm, key, h):
-        start = traced(algo_state, tstate, h)
+    def algorithm(algo_state, transform_state, stats, params, sequences, norm, rollout_norm, key, h):
+        start = core.trace_values(learner, algo_state, transform_state, h)
         policy = ()
-        if not sgd_policy:
-            adv, cost_adv = core.batch_advantages(params, data, norm, h, setup)
-            step_in = PolicyStepInputs(
-                params["policy"], lambda p, o: dist.split_output(apply_mlp(p, normalize(rollout_norm, o, use_norm),
-                                                                           act)),
-                data.obs[:, :-1], data.raw_action, data.log_prob, adv, cost_adv, algo_state, stats,
-                jax.random.fold_in(key, 1))
-            policy, algo_state, _ = hooks.policy_step(step_in, h)
+        if hooks.policy_step is not None:
+            policy, algo_state, _ = core.algorithm_policy_step(learner, params, sequences, norm, rollout_norm,
+                                                               algo_state, stats, jax.random.fold_in(key, 1), h)
         if hooks.update is not None:
             algo_state = hooks.update(algo_state, stats, h)
-        return start, policy, algo_state, traced(algo_state, tstate, h)[0]
+        return start, policy, algo_state, core.trace_values(learner, algo_state, transform_state, h)[0]
+
+    def shuffle(sequences, key):
+        return core.minibatches(learner, sequences, key)
 
     # ---- every part's representative inputs, from a real rollout of the initial state ------
     def generate(state, h):
         key, k_roll, k_sgd = jax.random.split(state.key, 3)
         norm = state.normalizer
-        multiplier, columns = traced(state.algo, state.transform, h)
-        n_metrics = len(LOSS_METRICS)
+        multiplier, columns = core.trace_values(learner, state.algo_state, state.transform_state, h)
+        n_state, n_metrics = len(learner.state_columns), len(LOSS_METRICS)
+        N = cfg.num_envs
         log = core.IterateLog(jnp.int32(0), jnp.zeros((C, N), jnp.float32), jnp.zeros((C, N), jnp.float32),
                               jnp.zeros((C, N), jnp.int32), jnp.zeros((C,), jnp.int32), jnp.zeros((C,), jnp.int32),
                               jnp.zeros((C,), jnp.float32), jnp.zeros((C, n_metrics), jnp.float32),
                               jnp.zeros((C, n_state), jnp.float32))
 
         def step(carry, step_index):
-            env_state, tstate, pending, log, key = carry
+            env_state, transform_state, pending, log, key = carry
             key, k_act = jax.random.split(key)
-            extra = (state.update, step_index, multiplier, state.last_metrics, columns)
-            obs, z, mu, sigma, action, record = acting(state.params, norm, state.algo, tstate, env_state, k_act, h)
-            next_state = env_step(env_state, action)
-            tstate_next, pending_next, log_next, transition, finished = recording(
-                next_state, tstate, pending, log, obs, z, mu, sigma, extra, h)
-            inputs = (env_state, next_state, tstate, pending, log, k_act, extra, action)
-            return (next_state, tstate_next, pending_next, log_next, key), (transition, finished, record, inputs)
+            logged_row = (state.update, step_index, multiplier, state.last_metrics, columns)
+            obs, z, mu, sigma, action, record = core.act(learner, state.params, norm, state.algo_state,
+                                                         transform_state, env_state, k_act, h)
+            next_state = learner.env_step(env_state, action)
+            transform_next, pending_next, log_next, transition, finished = core.record_step(
+                learner, next_state, transform_state, pending, log, obs, z, mu, sigma, logged_row, h)
+            inputs = (env_state, next_state, transform_state, pending, log, k_act, logged_row, action)
+            return (next_state, transform_next, pending_next, log_next, key), (transition, finished, record, inputs)
 
-        (env_state, tstate, _, _, _), (traj, ended, records, inputs) = jax.lax.scan(
-            step, (state.env_state, state.transform, state.pending, log, k_roll), jnp.arange(S, dtype=jnp.int32))
+        (env_state, transform_state, _, _, _), (rollout, ended, records, inputs) = jax.lax.scan(
+            step, (state.env_state, state.transform_state, state.pending, log, k_roll), jnp.arange(S, dtype=jnp.int32))
         last = jax.tree_util.tree_map(lambda x: x[-1], inputs)  # the rollout's last step
-        new_norm, data, stats = prepare(norm, traj, ended, records, tstate, env_state.obs, h)
-        shuffled, keys = shuffle(data, jax.random.split(k_sgd, E)[0])
+        new_norm, sequences, stats = prepare(norm, rollout, ended, records, transform_state, env_state.obs, h)
+        shuffled, keys = shuffle(sequences, jax.random.split(k_sgd, E)[0])
         mb = jax.tree_util.tree_map(lambda x: x[0], shuffled)
-        obs = normalize(new_norm, mb.obs, use_norm)
-        values = jnp.stack([apply_mlp(state.params[name], obs, act)[..., 0]
-                            for name in ("value", "cost_value")[:1 + with_cost]])
-        (_, _), grads = grad_fn(state.params, mb, new_norm, state.algo, multiplier, h, keys[0], setup)
-        ln_env, ln_next, ln_tstate, ln_pending, ln_log, ln_key, ln_extra, ln_action = last
+        obs = normalize(new_norm, mb.obs, learner.normalize)
+        values = jnp.stack([apply_mlp(state.params[name], obs, learner.activation)[..., 0]
+                            for name in ("value", "cost_value")[:1 + learner.with_cost]])
+        loss_multiplier = jnp.float32(0.0) if hooks.multiplier is None else hooks.multiplier(state.algo_state, h)
+        constants = core.LossConstants(new_norm, state.algo_state, loss_multiplier, h)
+        (_, _), grads = forward_backward(state.params, mb, constants, keys[0])
+        ln_env, ln_next, ln_transform, ln_pending, ln_log, ln_key, ln_row, ln_action = last
         return dict(
             env=(ln_env, ln_action),
-            act=(state.params, norm, state.algo, ln_tstate, ln_env, ln_next, ln_pending, ln_log, ln_key, ln_extra),
-            prep=(norm, traj, ended, records, tstate, env_state.obs),
-            gae=(mb, values), shuffle=(data, k_sgd), grad=(state.params, mb, new_norm, state.algo, multiplier, keys[0]),
+            act=(state.params, norm, state.algo_state, ln_transform, ln_env, ln_next, ln_pending, ln_log, ln_key,
+                 ln_row),
+            prep=(norm, rollout, ended, records, transform_state, env_state.obs),
+            gae=(mb, values), shuffle=(sequences, k_sgd), grad=(state.params, mb, constants, keys[0]),
             adam=(grads, state.opt_state, state.params),
-            algo=(state.algo, tstate, stats, state.params, data, new_norm, norm, k_sgd))
+            algo=(state.algo_state, transform_state, stats, state.params, sequences, new_norm, norm, k_sgd))
 
-    fns = {"env stepping": (env_step, "env", S, False),
+    fns = {"env stepping": (learner.env_step, "env", S, False),
            "acting + recording": (act_and_record, "act", S, False),
            "normaliser + sequences": (prepare, "prep", 1, False),
            "advantages (GAE)": (advantages, "gae", E * M, False),
@@ -323,7 +259,7 @@ def build(config, pack: int):
            "forward + backward": (forward_backward, "grad", E * M, True),
            "optimiser (Adam)": (optimiser, "adam", E * M, False),
            "algorithm update": (algorithm, "algo", 1, False)}
-    needs_h = {name for name in fns if name != "env stepping" and name != "minibatch assembly"}
+    needs_h = {name for name in fns if name not in ("env stepping", "minibatch assembly", "forward + backward")}
     return fns, needs_h, generate, programs, env
 
 

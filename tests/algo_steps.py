@@ -3,7 +3,7 @@ import jax
 import jax.numpy as jnp
 
 from algos import registry
-from algos.hooks import standardise
+from algos.ppo import standardise
 from algos.interface import LossInputs, update_stats
 
 
@@ -14,12 +14,12 @@ def init_algo_state(algo, h):
 
 def policy_loss(algo, log_ratio, adv, cost_adv, state, h, transform_state=()):
     """The algorithm's policy loss on one minibatch (adv: raw reward advantages), its multiplier
-    read from its state as the core reads it."""
+    read from its state as the core reads it (Hooks.multiplier)."""
     hooks = registry.get(algo).hooks_obj
     state = jax.lax.stop_gradient(state)
-    multiplier = hooks.trace(state, transform_state, h)[0]
-    return hooks.loss(LossInputs(jnp.exp(log_ratio), log_ratio, standardise(adv), cost_adv, multiplier,
-                                 jnp.float32(0.0), state), h)
+    multiplier = jnp.float32(0.0) if hooks.multiplier is None else hooks.multiplier(state, h)
+    return hooks.loss(LossInputs(ratio=jnp.exp(log_ratio), log_ratio=log_ratio, adv=standardise(adv),
+                                 cost_adv=cost_adv, multiplier=multiplier, state=state), h)
 
 
 def update_multiplier(algo, state, mean_step_cost, h, episode_length):

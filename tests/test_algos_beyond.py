@@ -220,10 +220,10 @@ def test_the_warm_up_acts_at_random_then_the_layer_and_the_multiplier_take_over(
     # the policy loss is 0 in the warm-up, PPO-Lag's after
     from algos.interface import LossInputs
 
-    x = LossInputs(jnp.ones(4) * 1.1, jnp.log(jnp.ones(4) * 1.1), jnp.arange(4.0), jnp.ones(4), jnp.float32(0.5),
-                   jnp.float32(0.0), warm)
+    x = LossInputs(ratio=jnp.ones(4) * 1.1, log_ratio=jnp.log(jnp.ones(4) * 1.1), adv=jnp.arange(4.0),
+                   cost_adv=jnp.ones(4), multiplier=jnp.float32(0.5), state=warm)
     assert float(ppo_shield.loss(x, h)) == 0.0
-    from algos.hooks import ppo_lag_loss
+    from algos.ppo_lag import ppo_lag_loss
 
     assert float(ppo_shield.loss(x._replace(state=s), h)) == pytest.approx(float(ppo_lag_loss(x, h)))
 
@@ -237,7 +237,7 @@ def test_the_models_init_is_the_runs_seed(tmp_path):
         cfg = make_config("cpu", dict(task="circle", algo="ppo_shield", bound=1.0, seed=seed, num_envs=2,
                                       episode_length=64, eval_episodes=2), ["env.contact_model=simple"])
         state = jax.jit(build_programs(cfg, shared=False).init)(jnp.int32(seed), hyper_of(cfg))
-        return [np.asarray(x) for x in jax.tree_util.tree_leaves(state.algo.model)]
+        return [np.asarray(x) for x in jax.tree_util.tree_leaves(state.algo_state.model)]
 
     first, again, other = model(3), model(3), model(4)
     for a, b in zip(first, again):

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from algos.hooks import ppo_lag_loss
+from algos.ppo_lag import ppo_lag_loss
 from algos.interface import Hooks
 
 

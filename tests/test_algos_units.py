@@ -10,7 +10,7 @@ from runs import checkpoint
 from algos.config import PRESETS, TrainConfig, hyper_of, make_config
 from algos.core import gae
 from algos import registry
-from algos.hooks import standardise
+from algos.ppo import standardise
 from algos.interface import AlgoState
 from algo_steps import init_algo_state, policy_loss, update_multiplier
 from algos.normalizer import init_normalizer, normalize, update_normalizer
@@ -258,10 +258,16 @@ def test_checkpoint_round_trip_is_exact_and_refuses_other_shapes(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+class DummyEnv:
+    """Stands in for a task where only the loss runs (no env step)."""
+
+    reset = step = staticmethod(lambda *args: None)
+
+
 def test_minibatch_loss_at_the_policy_that_collected_it():
     """At the policy that sampled the minibatch the ratio is 1: no KL, PPO's loss is minus the
     mean standardised advantage, and each critic's loss is 0.25 mean (GAE target - value)^2."""
-    from algos.core import LossSetup, Transition, critic, minibatch_loss
+    from algos.core import LossConstants, Transition, critic, make_learner, minibatch_loss
     from algos.networks import apply_mlp, init_params
 
     B, U, O, A = 4, 5, 3, 2
@@ -274,11 +280,12 @@ def test_minibatch_loss_at_the_policy_that_collected_it():
     mb = Transition(obs, z, dist.log_prob(z, mu, sigma), jax.random.normal(keys[4], (B, U)),
                     jax.random.uniform(keys[5], (B, U)), done, jnp.zeros((B, U), bool))
     h = hyper(entropy_cost=0.0)
-    setup = LossSetup("tanh", False, True, registry.get("ppo").hooks_obj)
-    total, metrics = minibatch_loss(params, mb, init_normalizer(O), init_algo_state("ppo", h), jnp.float32(0.0),
-                                    h, keys[0], setup)
-    m = dict(zip(("policy_loss", "value_loss", "cost_value_loss", "entropy", "approx_kl", "action_std"),
-                 np.asarray(metrics)))
+    # PPO's hooks with a cost critic trained beside them (as in a program PPO shares)
+    learner = make_learner(TrainConfig(algo="ppo_lag", activation="tanh", normalize_observations=False),
+                           DummyEnv(), batched=False)._replace(hooks=registry.get("ppo").hooks_obj)
+    constants = LossConstants(init_normalizer(O), init_algo_state("ppo", h), jnp.float32(0.0), h)
+    total, metrics = minibatch_loss(params, mb, constants, keys[0], learner)
+    m = {name: float(value) for name, value in metrics._asdict().items()}
     assert m["approx_kl"] == 0.0
     assert m["action_std"] == pytest.approx(float(jnp.mean(sigma)), rel=1e-6)
     _, _, adv = critic(params, "value", obs, mb.reward * h.reward_scaling, mb, h, "tanh")

@@ -66,4 +66,4 @@ def test_cpo_leaves_the_policy_to_its_own_step_and_the_critics_to_sgd():
 
     assert np.array_equal(flat(state.params), flat(after.params))
     assert not np.array_equal(np.asarray(state.params["value"][0]["w"]), np.asarray(after.params["value"][0]["w"]))
-    assert float(after.algo.accept_step) == 0.0
+    assert float(after.algo_state.accept_step) == 0.0

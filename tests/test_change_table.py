@@ -46,7 +46,7 @@ class LineTask:
 
 # A fixed-penalty method in the general form: one module with its Hooks and a registry entry.
 TOY_ALGO_MODULE = '''"""A toy algorithm for tests: PPO on reward minus a fixed multiple of the cost advantage."""
-from algos.hooks import clipped_surrogate, standardise
+from algos.ppo import clipped_surrogate, standardise
 
 
 def loss(x, h):
@@ -133,3 +133,26 @@ def test_a_new_algorithm_is_its_module_and_one_registry_entry(repo_copy):
         "assert 'fixed_penalty' in schema()['properties']['algos']['items']['enum']; "
         "from algos.config import TrainConfig; import dataclasses; "
         "assert 'fixed_weight' in {f.name for f in dataclasses.fields(TrainConfig)}")
+
+
+def test_a_loss_term_on_the_observations_is_one_edit_of_the_algorithms_module(repo_copy, tmp_path):
+    """The loss sees the minibatch's observations, the policy's distribution and the critics'
+    values (algos.interface.LossInputs): a term on them is an edit of PPO-Lag's module alone."""
+    module = repo_copy / "algos" / "ppo_lag.py"
+    source = module.read_text()
+    old = "    return clipped_surrogate(x.ratio, x.adv - x.multiplier * standardise(x.cost_adv), h.clip_eps)\n"
+    assert old in source
+    module.write_text(source.replace(old, (
+        "    assert x.obs.shape[:2] == x.mu.shape[:2] == x.sigma.shape[:2] == x.values.shape == x.cost_values.shape"
+        " == x.ratio.shape\n"
+        "    surrogate = clipped_surrogate(x.ratio, x.adv - x.multiplier * standardise(x.cost_adv), h.clip_eps)\n"
+        "    return surrogate + 1000.0 * jnp.mean(jnp.square(x.obs)) + 0.0 * jnp.mean(x.mu * x.sigma * x.values[..., None])\n")))
+    out = tmp_path / "run"
+    run(repo_copy, "-m", "runs.train", "--task", "circle", "--bound", "15", "--algo", "ppo_lag", "--seed", "0",
+        "--out", str(out), "--threads", "1", "--total-steps", "512", "--num-envs", "4",
+        "--episode-length", "16", "--eval-episodes", "2", "--set", "batch_size=4", "--set", "num_minibatches=2")
+    trace = pd.read_parquet(out / "trace.parquet")  # 8 updates of 64 steps, an iterate each
+    # the normalised observations' mean square is about 1: the term dominates the logged policy
+    # loss (PPO-Lag's own is a standardised advantage's surrogate, a few units at most)
+    logged = trace.policy_loss.dropna()
+    assert len(logged) and (logged > 100.0).all(), trace.policy_loss.tolist()

@@ -102,11 +102,11 @@ def test_cost_critic_follows_the_table():
 
 def test_scalar_names_must_be_unique_and_the_multiplier_one_of_them(monkeypatch):
     table = dict(registry.ALGORITHMS)
-    table["twin"] = registry.Algorithm("Twin", True, lambda: algos.hooks.ppo_lag_loss, scalars={"kappa_max": 1.0})
+    table["twin"] = registry.Algorithm("Twin", True, lambda: algos.ppo_lag.ppo_lag_loss, scalars={"kappa_max": 1.0})
     monkeypatch.setattr(registry, "ALGORITHMS", table)
     with pytest.raises(ValueError, match="scalar 'kappa_max' of 'twin' is already another algorithm's"):
         registry.algorithm_scalars()
-    table["twin"] = registry.Algorithm("Twin", True, lambda: algos.hooks.ppo_lag_loss, multiplier_init="w", scalars={})
+    table["twin"] = registry.Algorithm("Twin", True, lambda: algos.ppo_lag.ppo_lag_loss, multiplier_init="w", scalars={})
     with pytest.raises(ValueError, match="'twin' multiplier_init 'w' is not one of its scalars"):
         registry.algorithm_scalars()
 

@@ -1,5 +1,5 @@
 """Adding an algorithm is one table entry plus its hook functions: in a copy of the repository
-a toy algorithm is added exactly so (algos/registry.py and algos/hooks.py, nothing else) and
+a toy algorithm is added exactly so (algos/registry.py and its own module, nothing else) and
 a tiny sweep trains it and computes its metrics up to tiers.csv."""
 from __future__ import annotations
 
@@ -17,10 +17,16 @@ pytestmark = pytest.mark.slow
 # A penalty method whose weight grows only while the cost is above the bound and never shrinks.
 TOY_ENTRY = '''    "ratchet": Algorithm(
         label="Ratchet", uses_cost_critic=True,
-        loss=lambda: algos.hooks.ratchet_loss, update=lambda: algos.hooks.ratchet_update,
+        loss=lambda: algos.ratchet.ratchet_loss, update=lambda: algos.ratchet.ratchet_update,
         multiplier_init="ratchet_init", scalars={"ratchet_init": 0.25, "ratchet_rate": 2.0}),
 '''
-TOY_HOOKS = '''
+TOY_MODULE = '''"""Ratchet: a penalty weight that only grows."""
+import jax.numpy as jnp
+
+from algos.config import Hyper
+from algos.interface import LossInputs
+from algos.ppo import clipped_surrogate, standardise
+
 
 def ratchet_loss(x: LossInputs, h: Hyper):
     return clipped_surrogate(x.ratio, x.adv - x.multiplier * standardise(x.cost_adv), h.clip_eps)
@@ -33,7 +39,7 @@ def ratchet_update(m, violation, h: Hyper):
 
 @pytest.fixture(scope="module")
 def toy_work(tmp_path_factory) -> Path:
-    return toy_sweep(tmp_path_factory.mktemp("toy_algo"), TOY_ENTRY, {"algos/hooks.py": TOY_HOOKS},
+    return toy_sweep(tmp_path_factory.mktemp("toy_algo"), TOY_ENTRY, {"algos/ratchet.py": TOY_MODULE},
                      "preset: tiny\nalgos: [ratchet]\n")
 
 
