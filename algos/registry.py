@@ -5,7 +5,7 @@ the runtime fields of `TrainConfig` and `Hyper` (each algorithm's scalars become
 fields), whether a cost critic is trained, the trace's `multiplier` and state columns, the
 display labels of tables and figures, and the sweep configuration's allowed `algos`.
 
-An algorithm comes in one of two forms (docs/algos.md, "Adding an algorithm"):
+An algorithm comes in one of two forms (docs/algos.md, "The algorithm interface"):
 
 * the simple form: a policy loss plus one scalar multiplier updated once per update
   (`loss`, `update`, `multiplier_init`), as PPO, PPO-Lag, P3O and FOCOPS are written;
