@@ -1,7 +1,7 @@
 """The checks to run when a GPU is at hand, printed as one table (benchmarks/gpu_check.sh runs it).
 
     python benchmarks/gpu_check.py [--small] [--backends builtin,crax] [--sizes 1,32,96]
-                                   [--pack-job 32] [--chunk-updates 2]
+                                   [--pack-job 32] [--checks bitwise,throughput,job] [--label TEXT]
 
 Rows, per backend (built-in goal with MJX contacts, i.e. `paper-builtin`; CRAX goal, i.e. `paper`):
 - bitwise: a batched pack's member gives the same bits with its pack-mates in another order (so
@@ -116,7 +116,13 @@ def main(argv=None):
     p.add_argument("--sizes", default=None, help="pack sizes timed (default 1,32,96; --small 1,2,3)")
     p.add_argument("--pack-job", type=int, default=None, help="runs in the runs.train job (default 32; --small 2)")
     p.add_argument("--bitwise-size", type=int, default=3, help="members of the bitwise check's pack (2-4)")
+    p.add_argument("--checks", default="bitwise,throughput,job",
+                   help="comma-separated rows to run: bitwise, throughput, job (the runs.train pack job)")
+    p.add_argument("--label", default="", help="added to each row's check name (gpu_check.sh flags: the XLA flags)")
     args = p.parse_args(argv)
+    checks = set(args.checks.split(","))
+    if checks - {"bitwise", "throughput", "job"}:
+        p.error(f"--checks {args.checks}: choose from bitwise, throughput, job")
     sizes = [int(s) for s in (args.sizes or ("1,2,3" if args.small else "1,32,96")).split(",")]
     job_size = args.pack_job if args.pack_job is not None else (2 if args.small else 32)
     enable_compilation_cache(os.environ.get("JAX_COMPILATION_CACHE_DIR") or os.path.join(REPO, ".jax_cache"))
@@ -134,12 +140,16 @@ def main(argv=None):
                     print("| crax | (all) | - | skipped: crax-bench not installed | - |", flush=True)
                     continue
             row = lambda check, n, result, comp="-": print(  # noqa: E731
-                f"| {backend} | {check} | {n} | {result} | {comp} |", flush=True)
-            row("bitwise: slot, pack-mates, alone", args.bitwise_size, bitwise(backend, args.small, args.bitwise_size))
-            for size in sizes:
+                f"| {backend} | {check}{args.label} | {n} | {result} | {comp} |", flush=True)
+            if "bitwise" in checks:
+                row("bitwise: slot, pack-mates, alone", args.bitwise_size,
+                    bitwise(backend, args.small, args.bitwise_size))
+            for size in sizes if "throughput" in checks else ():
                 rate, compile_s = throughput(backend, args.small, size)
                 row("train env steps/s" + (" (alone)" if size == 1 else " (batched)"), size,
                     f"{rate / 1e6:.3f}M", f"{compile_s:.1f}")
+            if "job" not in checks:
+                continue
             job = pack_job(backend, args.small, job_size, workdir)
             row("runs.train pack job", job["runs"],
                 f"train {job['train_s']:.1f} s ({job['steps_per_s'] / 1e6:.3f}M steps/s), "

@@ -4,13 +4,17 @@
 #   bash benchmarks/gpu_check.sh download [PYTHON_VERSION]  # where the package index is reachable
 #   bash benchmarks/gpu_check.sh run [gpu_check.py options]  # on the GPU machine, no network needed
 #   bash benchmarks/gpu_check.sh small                       # CPU-sized (tests/test_gpu_check.py)
+#   bash benchmarks/gpu_check.sh flags [gpu_check.py options] # throughput under each XLA_FLAGS setting
 #
 # `download` puts the wheels a GPU machine with JAX (CUDA), optax, numpy, pandas, pyarrow, scipy
 # and PyYAML lacks for the CRAX backend (crax-bench, MuJoCo, MJX and their small dependencies,
 # about 40 MB) into benchmarks/wheels/ (git-ignored), for the GPU's Python version (default:
 # this one's). `run` installs them from there without an index when crax is missing, then runs
 # the checks at the paper's sizes (about 8 minutes on one H200). On the CPU the bitwise rows need
-# XLA without FMA contraction, so `small` sets XLA_FLAGS=--xla_cpu_max_isa=AVX.
+# XLA without FMA contraction, so `small` sets XLA_FLAGS=--xla_cpu_max_isa=AVX. `flags` times the
+# built-in batched pack of 96 (default) once per setting in $GPU_CHECK_XLA_FLAGS (';'-separated,
+# the first empty: XLA's defaults), each in a fresh process, so a GEMM or autotuning flag's gain
+# is a ratio measured in one session.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WHEELS=benchmarks/wheels
@@ -44,12 +48,20 @@ case "${1:-}" in
     fi
     exec $PYTHON benchmarks/gpu_check.py "$@"
     ;;
+  flags)
+    shift
+    IFS=';' read -r -a settings <<< "${GPU_CHECK_XLA_FLAGS:-;--xla_gpu_triton_gemm_any=true;--xla_gpu_autotune_level=0}"
+    for setting in "${settings[@]}"; do
+      XLA_FLAGS="$setting" $PYTHON benchmarks/gpu_check.py --backends builtin --checks throughput --sizes 96 \
+        --label " [XLA_FLAGS=${setting:-default}]" "$@"
+    done
+    ;;
   small)
     shift
     XLA_FLAGS=--xla_cpu_max_isa=AVX exec $PYTHON benchmarks/gpu_check.py --small "$@"
     ;;
   *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]
     ;;
 esac

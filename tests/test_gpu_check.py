@@ -1,5 +1,6 @@
 """benchmarks/gpu_check.sh, the checks to run when a GPU is at hand, in its CPU-sized mode: the
 same code path prints the same table, so it cannot rot between GPU sessions."""
+import os
 import re
 import subprocess
 import sys
@@ -43,3 +44,17 @@ def test_without_crax_the_crax_rows_say_they_skip():
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1] == "| crax | (all) | - | skipped: crax-bench not installed | - |"
+
+
+@pytest.mark.slow
+def test_the_flags_step_times_the_pack_once_per_xla_flags_setting():
+    """`flags` runs the throughput row alone in a fresh process per setting (CPU flags here: the
+    GPU ones are unknown to a CPU-only XLA), each row labelled with its setting."""
+    env = {**os.environ, "GPU_CHECK_XLA_FLAGS": ";--xla_cpu_max_isa=AVX", "PYTHON": sys.executable}
+    done = subprocess.run(["bash", str(SCRIPT), "flags", "--small", "--sizes", "2"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| builtin |")]
+    assert [row.split("|")[2].strip() for row in rows] == [
+        "train env steps/s (batched) [XLA_FLAGS=default]", "train env steps/s (batched) [XLA_FLAGS=--xla_cpu_max_isa=AVX]"]
+    assert all(re.search(r"\| 2 \| \d+\.\d{3}M \| \d+\.\d \|$", row) for row in rows), rows
