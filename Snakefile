@@ -3,8 +3,11 @@ tables, figures -> report. See docs/workflow.md.
 
     snakemake --workflow-profile cluster_profiles/local                    # default preset, results/
     snakemake --workflow-profile cluster_profiles/local --config preset=tiny  # results-tiny/
+
+Reading it writes nothing and changes no environment variable (a dry run and `--lint` leave
+everything as it was); the jobs' environment is set when a real run starts (onstart below).
+Light rules say `localrule: True` themselves: they run in the controller, never as cluster jobs.
 """
-import glob
 import os
 import sys
 
@@ -16,43 +19,34 @@ sys.path.insert(0, workflow.basedir)
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
-# sbatch that retries a busy scheduler's transient errors (workflow/slurm_bin/sbatch), first
-# on the PATH where the SLURM executor plugin runs sbatch; only sbatch is wrapped there.
-_SLURM_BIN = os.path.join(workflow.basedir, "workflow", "slurm_bin")
-if _SLURM_BIN not in os.environ.get("PATH", "").split(os.pathsep):
-    os.environ["PATH"] = _SLURM_BIN + os.pathsep + os.environ.get("PATH", "")
-
-
-# common.smk first (it defines the grid and the paths), then every other rule file, so a
-# new workflow/rules/*.smk plugs in by existing.
+# common.smk first: it defines the grid and the paths every other rule file uses. The others
+# in this order: products.smk defines the settings report.smk reads, and the report lists
+# PRODUCT_TARGETS in the order the files append to it (adaptive.smk's seed table first). A new
+# rule file is one more line here.
 include: "workflow/rules/common.smk"
+include: "workflow/rules/adaptive.smk"
+include: "workflow/rules/metrics.smk"
+include: "workflow/rules/products.smk"
+include: "workflow/rules/report.smk"
+include: "workflow/rules/train.smk"
 
 
-for _rules_file in sorted(glob.glob(os.path.join(workflow.basedir, "workflow", "rules", "*.smk"))):
-    if os.path.basename(_rules_file) != "common.smk":
-        include: _rules_file
-
-# Tables, figures and the report are light: run them in the controller, never as cluster
-# jobs (so the scheduler sees only training and aggregation).
-localrules: all, runs, metrics, write_thresholds, tiers, report
-
-
-workflow.localrules(*SUMMARISE_RULES)
-
-
-workflow.localrules(*[r.name for r in workflow.rules if os.path.basename(r.snakefile) == "products.smk"])
-
-
-# A real run records in the sweep's folder which config made it (workflow.sweep): planning
-# and status then tell this sweep's folder from another's.
+# A real run (never planning) records in the sweep's folder which config made it
+# (workflow.sweep: planning and status then tell this sweep's folder from another's), writes
+# the products' captions where Snakemake's report reads them (products.smk) and sets the
+# environment its jobs see (workflow.jobenv: this checkout's packages and interpreter, the
+# sbatch that retries a busy scheduler).
 onstart:
     sweep.write_record(CFG)
+    product_registry.write_captions(CAPTIONS_DIR)
+    jobenv.export(workflow.basedir)
 
 
 # The runs and their summaries are listed too: Snakemake only regenerates a deleted
 # intermediate file when a target asks for it, and a deleted run must be retrained.
 rule all:
     default_target: True
+    localrule: True
     input:
         lambda wildcards: [path for name in RUN_FILES for path in all_runs(name)],
         lambda wildcards: all_runs(run_layout.SUMMARY),
@@ -66,9 +60,7 @@ rule all:
 # Snakemake applies a profile's set-threads / set-resources by rule name and ignores a name
 # that is no rule; training rules are named per pack (train_goal_ppo_p0), so a `train:` entry
 # would silently give them nothing.
-_unknown = sorted((set(workflow.resource_settings.overwrite_threads) | set(workflow.resource_settings.overwrite_resources))
-                  - {r.name for r in workflow.rules})
-if _unknown:
+if (_unknown := profile_names_without_rule()):
     raise WorkflowError(f"the profile's set-threads/set-resources name no rule: {', '.join(_unknown)}; training rules are "
                         "named per pack (train_<task>_<algo>_p<k>) and take default-resources and config train.threads "
                         "(docs/workflow.md)")

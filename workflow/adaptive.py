@@ -121,13 +121,19 @@ def _worst(unsure: Mapping[str, float]) -> str:
     return f"{unsure[phase]:.2f} in {phase}"
 
 
-def write_decision(cfg: Mapping, round_no: int, summaries, previous_path: str | None, out: str) -> None:
+def write_decision(cfg: Mapping, round_no: int, summaries, previous_path: str | None, out: str,
+                   log: str | None = None) -> None:
+    """Round `round_no`'s decision into `out`; `log` (the rule's log) gets each algorithm's seeds."""
     from metrics import read_summaries
     from metrics.atomic import write_text
 
     runs = read_summaries(list(summaries)).runs
     previous = read_decision(previous_path) if previous_path else None
-    write_text(out, json.dumps(decide(cfg, round_no, runs, previous), indent=1, sort_keys=True) + "\n")
+    decision = decide(cfg, round_no, runs, previous)
+    write_text(out, json.dumps(decision, indent=1, sort_keys=True) + "\n")
+    if log:
+        write_text(log, f"round {round_no}: " + ", ".join(f"{algo} {len(seeds)} seeds"
+                                                       for algo, seeds in seeds_of(decision).items()) + "\n")
 
 
 def seed_table(cfg: Mapping, decision: Mapping | None, tiers_csv: str):
@@ -152,8 +158,13 @@ def seed_table(cfg: Mapping, decision: Mapping | None, tiers_csv: str):
     return pd.DataFrame(rows)
 
 
-def write_seed_table(cfg: Mapping, decision_path_or_none: str | None, tiers_csv: str, out: str) -> None:
+def write_seed_table(cfg: Mapping, decision_path_or_none: str | None, tiers_csv: str, out: str,
+                     log: str | None = None) -> None:
+    """The seed table into `out`; `log` (the rule's log) gets one line per algorithm."""
     from metrics.atomic import write_text
 
     decision = read_decision(decision_path_or_none) if decision_path_or_none else None
-    write_text(out, seed_table(cfg, decision, tiers_csv).to_csv(index=False, float_format="%.3f"))
+    table = seed_table(cfg, decision, tiers_csv)
+    write_text(out, table.to_csv(index=False, float_format="%.3f"))
+    if log:
+        write_text(log, "".join(f"{row.algo}: {row.seeds} seeds, {row.why}\n" for row in table.itertuples()))

@@ -151,15 +151,18 @@ def targets(directories: dict, tasks, table=None) -> list[str]:
 
 
 def write_captions(directory: str, table=None) -> dict[str, str]:
-    """Each product's caption as `directory/{name}.rst` (the file Snakemake's report reads);
-    returns name -> path."""
+    """Each product's caption as `directory/{name}.rst` (the file Snakemake's report reads;
+    the Snakefile's onstart writes them into the sweep's folder), rewritten only where it
+    changed; returns name -> path."""
     from metrics.atomic import write_text
 
     os.makedirs(directory, exist_ok=True)
     paths = {}
     for p in products() if table is None else table:
         paths[p.name] = os.path.join(directory, f"{p.name}.rst")
-        write_text(paths[p.name], p.caption.strip() + "\n")
+        text = p.caption.strip() + "\n"
+        if not (os.path.isfile(paths[p.name]) and open(paths[p.name], encoding="utf-8").read() == text):
+            write_text(paths[p.name], text)
     return paths
 
 

@@ -1,22 +1,24 @@
-# Configuration, the grid and the paths every rule file shares.
+# Configuration, the grid and the paths every rule file shares; no rules. The functions the
+# rule files call are here too, and the Snakefile includes this file first.
 #
-# Names other rule files may use:
+# Names the other files of workflow/rules/ may use:
 #   CFG                  the validated config (workflow/config_validation.py), seeds as a list
-#   TASKS, BOUNDS, ALGOS, SEEDS   the grid; BOUNDS are the path labels ("25", "12.5")
-#   RESULTS_DIR          the sweep's own folder (workflow.sweep): "results" for the default
-#                        preset, "results-<preset>" for the others, or config `results_dir`
-#   RUNS_ROOT, RUN_DIR   RESULTS_DIR + "/runs", RUNS_ROOT + "/{task}/d{bound}/{algo}/seed{seed}"
+#   TASKS, BOUNDS, ALGOS, SEEDS   the grid; BOUNDS are the path labels (25, 12.5)
+#   RESULTS_DIR          the sweep's own folder (workflow.sweep): results/ for the default
+#                        preset, results-<preset>/ for the others, or config `results_dir`
+#   RUNS_ROOT, RUN_DIR   RESULTS_DIR/runs, RUNS_ROOT/{task}/d{bound}/{algo}/seed{seed}
 #   RUN_IDS              every run's wildcards as dicts (task, bound, algo, seed); in an
 #                        adaptive sweep every run it may train (selected_run_ids(): those chosen)
 #   METRICS_DIR, TABLES_DIR, FIGURES_DIR, LOGS_DIR
 #   AGGREGATE_FILES      stage-2 outputs (threshold-free) by name, e.g. AGGREGATE_FILES["iqm"]
-#   TIER_FILES           stage-3 outputs (threshold-dependent): "tiers", "conditions"
+#   TIER_FILES           stage-3 outputs (threshold-dependent): tiers, conditions
 #   run_path(name, **wildcards)    a file inside one run's folder
+#   run_of(wildcards)    the run id of a job's wildcards (task/d<bound>/algo/seed<seed>)
 #   RUN_FILES            the files of a complete run folder (runs.run_layout names them)
 #   PACKS                the packs of the grid (workflow/packs.py), each with its pending runs
-#   STALE_FLAGS          {run id: flag file} of the pending runs whose run.json exists; a rule
-#                        that asks for every run (all, runs, metrics) asks for these too
-# A rule file that makes products appends their paths to PRODUCT_TARGETS; rule `all`
+#   STALE_FLAGS          {run id: flag file} of the pending runs whose run.json exists; the
+#                        targets that ask for every run (all, runs, metrics) ask for these too
+# A rule file that makes products appends their paths to PRODUCT_TARGETS; the target `all`
 # and the report collect them.
 import itertools
 import os
@@ -27,8 +29,9 @@ from runs.run_layout import RUN_FILES, bound_label
 from metrics.aggregate import META_FILE, OUTPUT_FILES
 from metrics.tiers import TIER_FILES as _TIER_FILE_NAMES
 from metrics.thresholds import thresholds_notice
-from workflow import adaptive, clock, joblog, packs, sweep
+from workflow import adaptive, clock, jobenv, joblog, packs, sweep
 from workflow.config_validation import ConfigError, resolve_snakemake
+from workflow.products import registry as product_registry
 
 try:  # each config file read again strictly; an error names the file or option that set the key
     CFG = resolve_snakemake(config, workflow)
@@ -49,7 +52,7 @@ SEEDS = CFG["seeds"]
 # in the Snakefile), never while planning. Jobs that re-read the workflow (cluster jobs) skip both.
 RESULTS_DIR = sweep.results_dir(CFG)
 RUNS_ROOT = sweep.runs_root(CFG)
-RUN_DIR = RUNS_ROOT + "/{task}/d{bound}/{algo}/seed{seed}"
+RUN_DIR = f"{RUNS_ROOT}/{{task}}/d{{bound}}/{{algo}}/seed{{seed}}"
 METRICS_DIR = f"{RESULTS_DIR}/metrics"
 TABLES_DIR = f"{RESULTS_DIR}/tables"
 FIGURES_DIR = f"{RESULTS_DIR}/figures"
@@ -93,7 +96,12 @@ if "PRODUCT_TARGETS" not in globals():
 
 
 def run_path(name, **wildcards):
-    return (RUN_DIR + "/" + name).format(**wildcards)
+    return os.path.join(RUN_DIR, name).format(**wildcards)
+
+
+def run_of(wildcards):
+    """The run id (task/d<bound>/algo/seed<seed>) of a job's wildcards."""
+    return run_layout.run_id(wildcards.task, wildcards.bound, wildcards.algo, wildcards.seed)
 
 
 def run_ids_of(seeds_by_algo):
@@ -129,10 +137,21 @@ wildcard_constraints:
     **run_layout.WILDCARD_PATTERNS,
 
 
-# Jobs (local or on SLURM nodes, which see this environment through --export=ALL) must
-# import this checkout's packages and use this interpreter even without `pip install -e`.
-_repo = workflow.basedir
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in [_repo, os.environ.get("PYTHONPATH", "")] if p)
-os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.abspath(".jax_cache"))
+def product_outputs(product, directories, captions_dir):
+    """A product's outputs by format (products.smk), its report copy flagged with its caption
+    (captions_dir/{name}.rst, once a run has written it) and category."""
+    paths = product.outputs(directories[product.kind], **({"task": "{task}"} if product.per_task else {}))
+    paths = paths if isinstance(paths, dict) else dict(zip(product_registry.FORMATS[product.kind], paths))
+    caption = os.path.abspath(os.path.join(captions_dir, f"{product.name}.rst"))
+    flag = lambda path: report(path, caption=caption if os.path.exists(caption) else None, category=product.category,
+                               **({"subcategory": "{task}"} if product.per_task else {}))
+    shown = product_registry.REPORT_FORMAT[product.kind]
+    return {ext: flag(path) if ext == shown else path for ext, path in paths.items()}
+
+
+def profile_names_without_rule():
+    """The rule names the profile's set-threads / set-resources give that no rule has (the
+    Snakefile refuses them once every rule is defined)."""
+    settings = workflow.resource_settings
+    return sorted((set(settings.overwrite_threads) | set(settings.overwrite_resources))
+                  - {r.name for r in workflow.rules})

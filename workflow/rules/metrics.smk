@@ -4,17 +4,14 @@
 # `tiers` and what reads tiers.csv / conditions.csv - never training or aggregation.
 
 
-# summarise: one job per pack (all its runs, finished earlier or not), in a thread of the
-# controller (the profiles' force-use-threads: no Snakemake start-up per job); a retrained run
-# re-summarises its pack-mates too, which costs milliseconds each.
-SUMMARISE_RULES = []
-
+# summarise: one job per pack (all its runs, finished earlier or not), in the controller
+# (localrule); a retrained run re-summarises its pack-mates too, which costs milliseconds each.
+# One rule per pack, like the training rules (train.smk says why).
 for _pack in PACKS:
-    _name = f"summarise_{_pack.name}"
-    SUMMARISE_RULES.append(_name)
 
     rule:
-        name: _name
+        name: f"summarise_{_pack.name}"
+        localrule: True
         input:
             episodes=[f"{RUNS_ROOT}/{run}/{run_layout.EPISODES}" for run in _pack.runs],
             runs=[f"{RUNS_ROOT}/{run}/{run_layout.RUN_JSON}" for run in _pack.runs],
@@ -22,12 +19,8 @@ for _pack in PACKS:
             [f"{RUNS_ROOT}/{run}/{run_layout.SUMMARY}" for run in _pack.runs],
         log:
             f"{LOGS_DIR}/summarise/{_pack.name}.log",
-        run:
-            from metrics.summary import summarise, write_summary
-
-            for episodes, summary in zip(input.episodes, output):
-                packs.verify_for_summary(os.path.dirname(episodes))
-                write_summary(summarise(episodes), summary)
+        script:
+            "../scripts/summarise_pack.py"
 
 
 rule aggregate:
@@ -38,9 +31,9 @@ rule aggregate:
     params:
         reps=CFG["bootstrap"]["reps"],
         seed=CFG["bootstrap"]["seed"],
-        out=METRICS_DIR,
+        out=lambda wildcards, output: os.path.dirname(output.iqm),
     log:
-        LOGS_DIR + "/aggregate.log",
+        f"{LOGS_DIR}/aggregate.log",
     threads: 1
     shell:
         "python -m metrics aggregate {input} --out {params.out}"
@@ -48,34 +41,35 @@ rule aggregate:
 
 
 rule write_thresholds:
+    localrule: True
     output:
         THRESHOLDS_FILE,
     params:
         thresholds=CFG["thresholds"],
-    run:
-        import yaml
-
-        from metrics.atomic import write_text
-
-        write_text(output[0], yaml.safe_dump(dict(params.thresholds), sort_keys=False))
+    log:
+        f"{LOGS_DIR}/write_thresholds.log",
+    script:
+        "../scripts/write_thresholds.py"
 
 
 rule tiers:
+    localrule: True
     input:
         AGGREGATE_FILES.values(),
         thresholds=THRESHOLDS_FILE,
     output:
         **TIER_FILES,
     params:
-        dir=METRICS_DIR,
+        dir=lambda wildcards, input: os.path.dirname(input.thresholds),
     log:
-        LOGS_DIR + "/tiers.log",
+        f"{LOGS_DIR}/tiers.log",
     shell:
         "python -m metrics tiers {params.dir} --thresholds {input.thresholds} > {log} 2>&1"
 
 
 rule metrics:
     """Every threshold-free and threshold-dependent metric file, no tables or figures."""
+    localrule: True
     input:
         lambda wildcards: all_runs("summary.parquet"),
         AGGREGATE_FILES.values(),

@@ -52,21 +52,24 @@ for _pack in PACKS:
 
 rule stale_run:
     """The flag of a pending run whose run.json exists: why it retrains (its pack's job waits for it)."""
+    localrule: True
     output:
-        packs.stale_dir(RESULTS_DIR) + "/{task}/d{bound}/{algo}/seed{seed}.{digest}.txt",
+        f"{packs.stale_dir(RESULTS_DIR)}/{{task}}/d{{bound}}/{{algo}}/seed{{seed}}.{{digest}}.txt",
     wildcard_constraints:
         digest=f"[0-9a-f]{{{packs.STALE_DIGEST}}}",
-    localrule: True
-    run:
-        from metrics.atomic import write_text
-
-        run = run_layout.run_id(wildcards.task, wildcards.bound, wildcards.algo, wildcards.seed)
-        reason = packs.pending_reason(f"{RUNS_ROOT}/{run}", CFG["specs"][run])
-        write_text(output[0], f"{run}: {reason or 'complete now'}\n")
+    params:
+        run=run_of,
+        folder=lambda wildcards: f"{RUNS_ROOT}/{run_of(wildcards)}",
+        spec=lambda wildcards: CFG["specs"][run_of(wildcards)],
+    log:
+        f"{LOGS_DIR}/stale_run/{{task}}/d{{bound}}/{{algo}}/seed{{seed}}.{{digest}}.log",
+    script:
+        "../scripts/stale_flag.py"
 
 
 rule runs:
     """Train every run of the grid, nothing else."""
+    localrule: True
     input:
         lambda wildcards: [path for name in RUN_FILES for path in all_runs(name)],
         STALE_FLAGS.values(),
