@@ -398,15 +398,19 @@ def batch_advantages(learner: Learner, params, sequences: Transition, norm: Norm
 
 # ---- 4. the SGD epochs ---------------------------------------------------------------------
 
-def minibatches(learner: Learner, sequences: Transition, key):
-    """One epoch's shuffle: the sequences [unrolls * N, U] as [num_minibatches, batch_size, U]
-    minibatches, and a key per minibatch."""
+def minibatch_order(learner: Learner, key):
+    """One epoch's shuffle: each minibatch's rows of the sequences ([num_minibatches, batch_size],
+    a permutation of them all) and a key per minibatch. Only these indices are shuffled; each SGD
+    step gathers its own rows (`gather_rows`), so no shuffled copy of the batch is made."""
     cfg = learner.config
     k_perm, k_minibatches = jax.random.split(key)
     order = jax.random.permutation(k_perm, cfg.sequences_per_update)
-    shuffled = jax.tree_util.tree_map(
-        lambda x: x[order].reshape(cfg.num_minibatches, cfg.batch_size, *x.shape[1:]), sequences)
-    return shuffled, jax.random.split(k_minibatches, cfg.num_minibatches)
+    return order.reshape(cfg.num_minibatches, cfg.batch_size), jax.random.split(k_minibatches, cfg.num_minibatches)
+
+
+def gather_rows(sequences: Transition, rows) -> Transition:
+    """The sequences at `rows` (any shape of indices: their shape replaces the leading axis)."""
+    return jax.tree_util.tree_map(lambda x: x[rows], sequences)
 
 
 def adam_step(params, opt_state, grads, learning_rate):
@@ -423,13 +427,13 @@ def sgd_epochs(learner: Learner, params, opt_state, sequences: Transition, const
 
     def minibatch_step(carry, xs):
         params, opt_state = carry
-        minibatch, key = xs
-        (_, metrics), grads = loss_and_grad(params, minibatch, constants, key, learner)
+        rows, key = xs
+        (_, metrics), grads = loss_and_grad(params, gather_rows(sequences, rows), constants, key, learner)
         params, opt_state = adam_step(params, opt_state, grads, constants.hyper.learning_rate)
         return (params, opt_state), metrics
 
     def epoch(carry, key):
-        return jax.lax.scan(minibatch_step, carry, minibatches(learner, sequences, key))
+        return jax.lax.scan(minibatch_step, carry, minibatch_order(learner, key))
 
     (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state),
                                                 jax.random.split(key, learner.config.num_epochs))

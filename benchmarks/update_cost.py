@@ -14,7 +14,7 @@ jitted program of one iteration, counted as often as an update runs it:
 * normaliser + sequences: the normaliser's update and the batch cut into R*N sequences (x 1);
 * advantages (GAE): `core.gae` of each critic on one minibatch (x epochs x minibatches; the core
   computes it inside the loss, with the critics as they are);
-* minibatch assembly: one epoch's permutation and gathers (x epochs);
+* minibatch assembly: one epoch's permutation and its minibatches' gathers (x epochs);
 * forward + backward: `core.minibatch_loss` and its gradient, GAE left out (x epochs x minibatches);
 * optimiser (Adam): the Adam update and the parameter step (x epochs x minibatches);
 * algorithm update: the algorithm's trace, its own update after the epochs (and its own policy
@@ -203,7 +203,9 @@ def build(config, pack: int):
         return start, policy, algo_state, core.trace_values(learner, algo_state, transform_state, h)[0]
 
     def shuffle(sequences, key):
-        return core.minibatches(learner, sequences, key)
+        """One epoch's order and its minibatches' rows (each SGD step gathers its own; summed here)."""
+        rows, keys = core.minibatch_order(learner, key)
+        return core.gather_rows(sequences, rows), keys
 
     # ---- every part's representative inputs, from a real rollout of the initial state ------
     def generate(state, h):
