@@ -40,6 +40,8 @@ def main(argv=None) -> int:
         source[0] += 1 / size
         source[1] += meta["compile_s"] / size
         runs += 1
+    if not runs:
+        raise SystemExit(f"sweep_time: no run.json under {root}/TASK/BOUND/ALGO/SEED/: not a trained sweep's folder")
     total = sum(parts.values())
     print(f"{runs} runs; summed over packs (seconds of a job's wall time):")
     for key, value in parts.items():

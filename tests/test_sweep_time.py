@@ -49,3 +49,19 @@ def test_sweep_time_reads_the_sweeps_own_folder(tmp_path):
     assert "2 runs" in counted(tmp_path, "--preset", "tiny") and "3 runs" in counted(tmp_path, "--preset", "zoo")
     fake_runs(tmp_path / "results", 1)
     assert "1 runs" in counted(tmp_path) and "1 runs" in counted(tmp_path, "--preset", "default")
+
+
+def test_sweep_time_in_a_checkout_reads_its_results_not_the_trainers_package(tmp_path):
+    """A clone where the sweep ran holds runs/ (the trainer's package) beside results/: the
+    results are read; a folder with no trained run is refused in one line, not a traceback."""
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "__init__.py").write_text("")
+    fake_runs(tmp_path / "results", 2)
+    script = str(REPO / "benchmarks" / "sweep_time.py")
+    out = subprocess.run([sys.executable, script, str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    assert f"runs of {tmp_path / 'results' / 'runs'}" in out and "2 runs" in out
+    empty = tmp_path / "empty"
+    (empty / "runs").mkdir(parents=True)
+    proc = subprocess.run([sys.executable, script, str(empty)], capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stderr.strip() == (
+        f"sweep_time: no run.json under {empty / 'runs'}/TASK/BOUND/ALGO/SEED/: not a trained sweep's folder")

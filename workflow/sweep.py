@@ -254,10 +254,13 @@ def folder_in(sweep_dir: str | os.PathLike, preset: str | None = None) -> str:
     root = str(sweep_dir)
     if preset:
         return os.path.join(root, default_results_dir(preset))
-    if os.path.isfile(os.path.join(root, SWEEP_FILE)) or os.path.isdir(os.path.join(root, "runs")):
+    if os.path.isfile(os.path.join(root, SWEEP_FILE)):
         return root
     if os.path.isdir(os.path.join(root, RESULTS)):
         return os.path.join(root, RESULTS)
+    # a results folder without sweep.json (an older sweep's); a checkout's runs/ is the trainer's package
+    if os.path.isdir(os.path.join(root, "runs")) and not os.path.isfile(os.path.join(root, "runs", "__init__.py")):
+        return root
     found = sorted(p for p in glob.glob(os.path.join(glob.escape(root), f"{RESULTS}-*")) if os.path.isdir(p))
     if len(found) == 1:
         return found[0]
