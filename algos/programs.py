@@ -138,7 +138,9 @@ def compile_programs(config, env=None, size: int | None = None, mode: str | None
         if cache_key in _COMPILED:  # compiled by another thread of this process while this one waited
             return _COMPILED[cache_key]._replace(compile_s=time.perf_counter() - start)
         compiled = _load_or_compile(config, env, size, mode, stored, start)
-    _COMPILED[cache_key] = compiled
+        # memoised before the lock is released: a sibling thread waiting on it then finds these
+        # executables instead of loading a second copy from the entry just stored
+        _COMPILED[cache_key] = compiled
     return compiled
 
 
