@@ -16,7 +16,6 @@ import numpy as np
 LOSS_METRICS = ("policy_loss", "value_loss", "cost_value_loss", "entropy", "approx_kl", "action_std")
 # What an algorithm's own policy step (algos.interface.Hooks.policy_step) reports, in this order.
 POLICY_STEP_METRICS = ("policy_loss", "entropy", "approx_kl")
-POLICY_STEP_INDEX = tuple(LOSS_METRICS.index(name) for name in POLICY_STEP_METRICS)
 
 # Per logged iterate, copied off the device after each chunk: field -> (shape after the iterate
 # axis, dtype). "envs" is N (each env's episode), "metrics" LOSS_METRICS, "state" the
