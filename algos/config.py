@@ -20,12 +20,18 @@ presets and names cheaply).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from algos.registry import ALGOS, algorithm_scalars, get as get_algorithm, program_algos
 
 ACTIVATIONS = ("swish", "tanh", "relu", "elu")
+# How the programs' float32 matrix products are computed (jax.default_matmul_precision):
+# "default" is XLA's choice (full float32 on the CPU; TF32 tensor cores on recent NVIDIA GPUs),
+# "highest" full float32 everywhere. A faster setting (bfloat16) is offered only once it has been
+# measured on a GPU, before and after, with the default sweep's outcome checks.
+MATMUL_PRECISIONS = ("default", "highest")
 PACK_MODES = ("auto", "sequential", "batched")  # algos.programs: auto = batched on GPU/TPU, else sequential
 # Execution fields: how a run is computed, not which run it is (a resume or a rerun may change them).
 NOT_IDENTITY = ("checkpoint_every_s", "pack_mode")
@@ -97,6 +103,7 @@ class TrainConfig:
     critic_hidden: tuple = (256, 256, 256, 256, 256)
     activation: str = "swish"
     normalize_observations: bool = True
+    matmul_precision: str = "default"  # MATMUL_PRECISIONS
     # PPO core (runtime values)
     learning_rate: float = 5e-4
     entropy_cost: float = 5e-3
@@ -158,6 +165,8 @@ class TrainConfig:
             raise bad("bound", "must be a finite number > 0")
         if self.activation not in ACTIVATIONS:
             raise bad("activation", f"must be one of {ACTIVATIONS}")
+        if self.matmul_precision not in MATMUL_PRECISIONS:
+            raise bad("matmul_precision", f"must be one of {MATMUL_PRECISIONS}")
         for name in ("num_envs", "episode_length", "total_steps", "unroll_length", "batch_size",
                      "num_minibatches", "num_epochs", "chunk_updates", "eval_episodes"):
             if getattr(self, name) < 1:
@@ -332,6 +341,14 @@ def make_config(preset: str = "cpu", overrides: dict | None = None,
         values[key] = _parse_value(fields[key], text.strip())
     values["env_kwargs"] = tuple(sorted(env_kwargs.items()))
     return TrainConfig(**values).validate()
+
+
+def recorded_with_defaults(recorded: dict) -> dict:
+    """A config dict as recorded (`TrainConfig.to_dict`, a JSON round trip later) with every field
+    it lacks at its default: a field added to TrainConfig after a run was recorded had its default
+    then, so the run is the same run (runs.runfolder.config_difference, runs.checkpoint)."""
+    defaults = json.loads(json.dumps(TrainConfig().to_dict()))
+    return {**{k: v for k, v in defaults.items() if k not in recorded}, **recorded}
 
 
 def config_from_dict(values: dict) -> TrainConfig:

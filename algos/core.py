@@ -548,9 +548,26 @@ def build_programs(config: TrainConfig, env=None, batched: bool = False, shared:
     env = env if env is not None else make_env(config)
     learner = make_learner(config.static_key(shared), env, batched)
     obs_size = env.observation_size + (learner.transform.extra_obs if learner.transform is not None else 0)
-    return Programs(init=lambda seed, h: init(learner, env.action_size, obs_size, seed, h),
-                    chunk=lambda state, h, num_updates: chunk(learner, batched, state, h, num_updates),
-                    evaluate=lambda *args: evaluate(learner, *args))
+    precise = with_matmul_precision(config.matmul_precision)
+    return Programs(init=precise(lambda seed, h: init(learner, env.action_size, obs_size, seed, h)),
+                    chunk=precise(lambda state, h, num_updates: chunk(learner, batched, state, h, num_updates)),
+                    evaluate=precise(lambda *args: evaluate(learner, *args)))
+
+
+def with_matmul_precision(precision: str):
+    """A wrapper that traces a program under `jax.default_matmul_precision(precision)`, so every
+    float32 matrix product in it carries that precision (TrainConfig.matmul_precision); the
+    identity for "default", whose programs are exactly those traced without it."""
+    if precision == "default":
+        return lambda fn: fn
+
+    def wrap(fn):
+        def traced(*args):
+            with jax.default_matmul_precision(precision):
+                return fn(*args)
+        return traced
+
+    return wrap
 
 
 def init(learner: Learner, action_size: int, obs_size: int, seed, h: Hyper) -> TrainState:

@@ -56,11 +56,13 @@ def read_spec(path: str | os.PathLike):
 def config_difference(recorded: dict, wanted: dict) -> list[str]:
     """Config fields in which two to_dict() configs differ (after a JSON round trip; the
     execution fields, algos.config.NOT_IDENTITY, and the scalars of other algorithms than the
-    run's are not part of a run's identity, algos.registry.foreign_scalars)."""
-    from algos.config import NOT_IDENTITY
+    run's are not part of a run's identity, algos.registry.foreign_scalars). A field the
+    recorded config lacks (added to TrainConfig since) counts at its default."""
+    from algos.config import NOT_IDENTITY, recorded_with_defaults
     from algos.registry import foreign_scalars
 
     a, b = (json.loads(json.dumps(c)) for c in (recorded or {}, wanted))
+    a = recorded_with_defaults(a) if a else a
     ignored = set(NOT_IDENTITY) | foreign_scalars(b.get("algo", a.get("algo")))
     return sorted(k for k in set(a) | set(b) if k not in ignored and a.get(k) != b.get(k))
 
