@@ -2,6 +2,7 @@
 
     python benchmarks/gpu_check.py [--small] [--backends builtin,crax] [--sizes 1,32,96]
                                    [--pack-job 32] [--checks bitwise,throughput,job] [--label TEXT]
+                                   [--set KEY=VALUE ...]
 
 Rows, per backend (built-in goal with MJX contacts, i.e. `paper-builtin`; CRAX goal, i.e. `paper`):
 - bitwise: a batched pack's member gives the same bits with its pack-mates in another order (so
@@ -12,6 +13,9 @@ Rows, per backend (built-in goal with MJX contacts, i.e. `paper-builtin`; CRAX g
   timed over one chunk after an untimed one, with the compile time;
 - pack job: one real `python -m runs.train` job training a pack of `--pack-job` paper-size runs
   for two updates, with its compile, train and evaluation times from the runs' run.json.
+
+`--set KEY=VALUE` changes a trainer config field in every row (e.g. `matmul_precision=highest`,
+to time full float32 against the default's TF32 in one session).
 
 `--small` shrinks every size (4 envs, T = 16, small minibatches, packs of 1, 2, 3) so the same
 code runs on a CPU in seconds (tests/test_gpu_check.py). On a CPU the bitwise rows need XLA
@@ -47,8 +51,8 @@ SMALL_SETS = ["batch_size=4", "num_minibatches=2"]
 BACKEND_SETS = {"builtin": ["env.contact_model=mjx"], "crax": []}  # paper-builtin names MJX's contact solve
 
 
-def config(backend, small, bound=25.0, seed=0, chunk_updates=2, total_steps=10**12):
-    sets = [*BACKEND_SETS[backend], f"chunk_updates={chunk_updates}", "pack_mode=batched"]
+def config(backend, small, bound=25.0, seed=0, chunk_updates=2, total_steps=10**12, extra=()):
+    sets = [*BACKEND_SETS[backend], f"chunk_updates={chunk_updates}", "pack_mode=batched", *extra]
     values = dict(task="goal", algo="ppo_lag", backend=backend, bound=bound, seed=seed)
     if small:
         values, sets = dict(values, **SMALL), [*sets, *SMALL_SETS]
@@ -69,9 +73,9 @@ def run_pack(configs, slots):
     return [[leaf[i] for leaf in leaves] for i in range(len(configs))]
 
 
-def bitwise(backend, small, size):
+def bitwise(backend, small, size, extra=()):
     """'yes' when member 0 gives the same bits in slot 0, in the last slot and alone."""
-    members = [config(backend, small, bound=b, seed=s) for b, s in
+    members = [config(backend, small, bound=b, seed=s, extra=extra) for b, s in
                [(15.0, 0), (25.0, 1), (50.0, 2), (15.0, 3)][:size]]
     slots = pack_slots(len(members), "batched")
     first = run_pack(members, slots)[0]
@@ -82,18 +86,19 @@ def bitwise(backend, small, size):
     return "yes" if same else "NO"
 
 
-def throughput(backend, small, size):
+def throughput(backend, small, size, extra=()):
     """(env steps/s, compile s) of one run alone (size 1: its own program) or a batched pack."""
-    _, rate, compile_s = measure(config(backend, small), None if size == 1 else size, chunks=1, mode="batched")
+    _, rate, compile_s = measure(config(backend, small, extra=extra), None if size == 1 else size, chunks=1, mode="batched")
     return rate, compile_s
 
 
-def pack_job(backend, small, size, workdir):
+def pack_job(backend, small, size, workdir, extra=()):
     """(runs, compile s, train s per run summed / pack, eval s, env steps/s) of one runs.train job."""
     specs = []
     for i in range(size):
-        cfg = config(backend, small, bound=[15.0, 25.0, 50.0][i % 3], seed=i // 3)
-        cfg = config(backend, small, bound=cfg.bound, seed=cfg.seed, total_steps=2 * cfg.steps_per_update)
+        cfg = config(backend, small, bound=[15.0, 25.0, 50.0][i % 3], seed=i // 3, extra=extra)
+        cfg = config(backend, small, bound=cfg.bound, seed=cfg.seed, total_steps=2 * cfg.steps_per_update,
+                     extra=extra)
         folder = os.path.join(workdir, f"{backend}-run{i}")
         runfolder.write_spec(folder, runfolder.spec_of("paper", cfg))
         specs.append(os.path.join(folder, "spec.json"))
@@ -119,8 +124,11 @@ def main(argv=None):
     p.add_argument("--checks", default="bitwise,throughput,job",
                    help="comma-separated rows to run: bitwise, throughput, job (the runs.train pack job)")
     p.add_argument("--label", default="", help="added to each row's check name (gpu_check.sh flags: the XLA flags)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="a trainer config field for every row (repeatable), e.g. matmul_precision=highest")
     args = p.parse_args(argv)
     checks = set(args.checks.split(","))
+    label = args.label + (f" [{' '.join(args.sets)}]" if args.sets else "")
     if checks - {"bitwise", "throughput", "job"}:
         p.error(f"--checks {args.checks}: choose from bitwise, throughput, job")
     sizes = [int(s) for s in (args.sizes or ("1,2,3" if args.small else "1,32,96")).split(",")]
@@ -140,17 +148,17 @@ def main(argv=None):
                     print("| crax | (all) | - | skipped: crax-bench not installed | - |", flush=True)
                     continue
             row = lambda check, n, result, comp="-": print(  # noqa: E731
-                f"| {backend} | {check}{args.label} | {n} | {result} | {comp} |", flush=True)
+                f"| {backend} | {check}{label} | {n} | {result} | {comp} |", flush=True)
             if "bitwise" in checks:
                 row("bitwise: slot, pack-mates, alone", args.bitwise_size,
-                    bitwise(backend, args.small, args.bitwise_size))
+                    bitwise(backend, args.small, args.bitwise_size, args.sets))
             for size in sizes if "throughput" in checks else ():
-                rate, compile_s = throughput(backend, args.small, size)
+                rate, compile_s = throughput(backend, args.small, size, args.sets)
                 row("train env steps/s" + (" (alone)" if size == 1 else " (batched)"), size,
                     f"{rate / 1e6:.3f}M", f"{compile_s:.1f}")
             if "job" not in checks:
                 continue
-            job = pack_job(backend, args.small, job_size, workdir)
+            job = pack_job(backend, args.small, job_size, workdir, args.sets)
             row("runs.train pack job", job["runs"],
                 f"train {job['train_s']:.1f} s ({job['steps_per_s'] / 1e6:.3f}M steps/s), "
                 f"eval {job['eval_s']:.1f} s, job {job['job_wall_s']:.1f} s", f"{job['compile_s']:.1f}")

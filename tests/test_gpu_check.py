@@ -58,3 +58,19 @@ def test_the_flags_step_times_the_pack_once_per_xla_flags_setting():
     assert [row.split("|")[2].strip() for row in rows] == [
         "train env steps/s (batched) [XLA_FLAGS=default]", "train env steps/s (batched) [XLA_FLAGS=--xla_cpu_max_isa=AVX]"]
     assert all(re.search(r"\| 2 \| \d+\.\d{3}M \| \d+\.\d \|$", row) for row in rows), rows
+
+
+@pytest.mark.slow
+def test_a_config_field_set_for_every_row_labels_them():
+    """`--set matmul_precision=highest`: the A/B of the learner's matrix-product precision on a GPU
+    (here the CPU, where the field changes no result)."""
+    env = {**os.environ, "PYTHON": sys.executable}
+    done = subprocess.run(["bash", str(SCRIPT), "small", "--backends", "builtin", "--checks", "bitwise,throughput",
+                           "--sizes", "2", "--bitwise-size", "2", "--set", "matmul_precision=highest"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| builtin |")]
+    assert [row.split("|")[2].strip() for row in rows] == [
+        "bitwise: slot, pack-mates, alone [matmul_precision=highest]",
+        "train env steps/s (batched) [matmul_precision=highest]"], rows
+    assert rows[0].split("|")[4].strip() == "yes"
