@@ -343,12 +343,15 @@ def make_config(preset: str = "cpu", overrides: dict | None = None,
     return TrainConfig(**values).validate()
 
 
-def recorded_with_defaults(recorded: dict) -> dict:
-    """A config dict as recorded (`TrainConfig.to_dict`, a JSON round trip later) with every field
-    it lacks at its default: a field added to TrainConfig after a run was recorded had its default
-    then, so the run is the same run (runs.runfolder.config_difference, runs.checkpoint)."""
+def recorded_with_defaults(recorded: dict, wanted: dict) -> dict:
+    """A recorded config dict (`TrainConfig.to_dict`, a JSON round trip later) with each
+    TrainConfig field that `wanted` has and it lacks at its default: a field added to TrainConfig
+    after a run was recorded had its default then, so the run is the same run
+    (runs.runfolder.config_difference, runs.checkpoint). An empty record stays empty."""
+    if not recorded:
+        return recorded
     defaults = json.loads(json.dumps(TrainConfig().to_dict()))
-    return {**{k: v for k, v in defaults.items() if k not in recorded}, **recorded}
+    return {**{k: defaults[k] for k in wanted if k not in recorded and k in defaults}, **recorded}
 
 
 def config_from_dict(values: dict) -> TrainConfig:

@@ -133,11 +133,11 @@ def _check_arrays(folder: str, meta: dict) -> None:
 
 
 def _config_difference(meta: dict, identity: dict) -> list[str]:
-    from algos.config import NOT_IDENTITY, recorded_with_defaults
+    from algos.config import recorded_with_defaults
     from algos.registry import foreign_scalars
 
     # a field added to TrainConfig since the checkpoint was written counts at its default
-    recorded = {k: v for k, v in recorded_with_defaults(meta.get("config", {})).items() if k not in NOT_IDENTITY}
+    recorded = recorded_with_defaults(meta.get("config", {}), identity)
     foreign = foreign_scalars(identity.get("algo", recorded.get("algo")))
     return sorted(k for k in set(identity) | set(recorded) if k not in foreign and recorded.get(k) != identity.get(k))
 

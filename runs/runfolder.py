@@ -62,7 +62,7 @@ def config_difference(recorded: dict, wanted: dict) -> list[str]:
     from algos.registry import foreign_scalars
 
     a, b = (json.loads(json.dumps(c)) for c in (recorded or {}, wanted))
-    a = recorded_with_defaults(a) if a else a
+    a = recorded_with_defaults(a, b)
     ignored = set(NOT_IDENTITY) | foreign_scalars(b.get("algo", a.get("algo")))
     return sorted(k for k in set(a) | set(b) if k not in ignored and a.get(k) != b.get(k))
 
