@@ -25,24 +25,3 @@ def tiny_sweep(tmp_path_factory):
                           cwd=workdir, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return workdir
-
-
-# The two files that each take a worker for 12-14 minutes go first, so under README's
-# `pytest -n auto --dist loadfile` the other worker works through the rest meanwhile instead of
-# leaving them for the end. xdist would reorder the files by their number of tests (most first);
-# pytest_configure keeps this order instead (not in pyproject's addopts: the compatibility venv
-# runs these tests without xdist).
-SLOW_FIRST = ("test_paper_path.py", "test_workflow_slurm.py")
-
-
-def pytest_configure(config):
-    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist >= 3.6
-        config.option.loadscopereorder = False
-
-
-def pytest_collection_modifyitems(items):
-    def rank(item):
-        name = item.path.name
-        return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
-
-    items.sort(key=rank)  # stable: every file's tests keep their order
