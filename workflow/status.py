@@ -15,13 +15,16 @@ named as such, with the fix, and nothing is listed (exit 1). Each run is
   (`--outdated` lists their run.json files: delete those to retrain the runs);
 - running: the job marker (DIR/.../job.json, the lock workflow.train_job takes) names a
   process that is alive on this host, or a SLURM job still in squeue;
-- failed: the job marker names a job that has ended, but the run is not complete (the log's
-  last line is shown, and what the rerun will do with the checkpoint, if any: resume from
-  it, fall back to the previous generation, or refuse it and what to do);
+- failed: the job marker names a job that has ended, but the run is not complete (first the
+  reason: the error the trainer recorded, or that its job ended early; then what is missing,
+  what the rerun will do with the checkpoint, if any: resume from it, fall back to the
+  previous generation, or refuse it and what to do; last the log's last line);
 - stale: the folder holds a complete run of another config (its fields named): the sweep
   retrains it;
 - missing: no job has started in this run folder (or the folder was deleted).
-Rerunning the sweep's command submits exactly the failed and missing runs.
+Rerunning the sweep's command submits exactly the failed and missing runs. The last line
+counts every run of the sweep by state, whatever `--only` lists; a sweep with no run started
+yet is summarised in one line instead of a row per run.
 """
 from __future__ import annotations
 
@@ -140,11 +143,24 @@ def run_status(workdir: Path, run: str, slurm_jobs: set[str] | None, host: str, 
         return RunStatus(run, "stale", log_text, f"{reason}; the sweep retrains it")
     incomplete = f"incomplete: {reason}" if any((run_dir / f).exists() for f in RUN_FILES) else ""
     if marker is not None:
-        failure = runfolder.read_json(run_dir / run_layout.FAILURE_RECORD)
-        last = f"error: {failure.get('error')}" if failure else (_last_line(log) if log else "")
-        detail = "; ".join(x for x in [last, incomplete, checkpoint] if x)
+        detail = "; ".join(x for x in [failure_reason(run_dir, marker), incomplete, checkpoint,
+                                       _labelled_last_line(log)] if x)
         return RunStatus(run, "failed", log_text or str(run_dir / JOB_MARKER), detail)
     return RunStatus(run, "missing", detail="; ".join(x for x in [incomplete, checkpoint] if x))
+
+
+def failure_reason(run_dir: Path, marker: dict) -> str:
+    """Why a failed run stopped, stated first: the error its trainer recorded, else that its job
+    ended before the run was complete (killed, out of time or memory: the log may say more)."""
+    failure = runfolder.read_json(run_dir / run_layout.FAILURE_RECORD)
+    if isinstance(failure, dict) and failure.get("error"):
+        return f"error: {failure['error']}"
+    return f"its job ({runlock.describe(marker)}) ended before the run was complete"
+
+
+def _labelled_last_line(log: Path | None) -> str:
+    last = _last_line(log) if log is not None else ""
+    return f"the log's last line: {last}" if last else ""
 
 
 def _log_of(workdir: Path, marker: dict | None) -> Path | None:
@@ -188,16 +204,32 @@ def outdated(statuses: Iterable[RunStatus]) -> list[RunStatus]:
     return [s for s in statuses if s.state == "done" and s.detail.startswith("trained by older code")]
 
 
-def format_table(statuses: Iterable[RunStatus]) -> str:
-    statuses = list(statuses)
-    width = max((len(s.run) for s in statuses), default=3)
-    lines = [f"{'run':<{width}}  {'state':<8}  log / detail"]
-    for s in statuses:
-        extra = "  ".join(x for x in [s.log if s.state in ("failed", "running") else None, s.detail] if x)
-        lines.append(f"{s.run:<{width}}  {s.state:<8}  {extra}".rstrip())
+def totals_line(statuses: list[RunStatus]) -> str:
+    """How many runs of the whole sweep are in each state ('stale' only when there are any)."""
     counts = {state: sum(s.state == state for s in statuses) for state in STATES}
-    lines.append(", ".join(f"{n} {state}" for state, n in counts.items() if n or state != "stale")
-                 + f" of {len(statuses)} runs")
+    return (", ".join(f"{n} {state}" for state, n in counts.items() if n or state != "stale")
+            + f" of {len(statuses)} runs")
+
+
+def not_started(statuses: list[RunStatus]) -> bool:
+    """No run of the sweep has a job, a file or a checkpoint yet (every one missing, nothing to say)."""
+    return bool(statuses) and all(s.state == "missing" and not s.detail for s in statuses)
+
+
+def format_table(statuses: Iterable[RunStatus], only: Iterable[str] = STATES) -> str:
+    """One row per run in the states `only` names (the reason first, then the log), and the
+    totals of every run of the sweep; a sweep not started yet is one line, not a row per run."""
+    statuses, only = list(statuses), set(only)
+    if not_started(statuses):
+        return (f"not started: all {len(statuses)} runs missing (no job has run in this sweep's folder); "
+                "the sweep's command starts them\n" + totals_line(statuses))
+    shown = [s for s in statuses if s.state in only]
+    width = max((len(s.run) for s in shown), default=3)
+    lines = [f"{'run':<{width}}  {'state':<8}  detail / log"]
+    for s in shown:
+        extra = "  ".join(x for x in [s.detail, s.log if s.state in ("failed", "running") else None] if x)
+        lines.append(f"{s.run:<{width}}  {s.state:<8}  {extra}".rstrip())
+    lines.append(totals_line(statuses))
     return "\n".join(lines)
 
 
@@ -255,12 +287,12 @@ def main(argv: list[str] | None = None) -> int:
         for s in outdated(statuses):
             print(Path(args.dir) / sweep.runs_root(cfg) / s.run / run_layout.RUN_JSON)
         return 0
-    shown = [s for s in statuses if s.state in only]
     if args.json:
-        for s in shown:
-            print(json.dumps(asdict(s)))
+        for s in statuses:
+            if s.state in only:
+                print(json.dumps(asdict(s)))
     else:
-        print(format_table(shown))
+        print(format_table(statuses, only))
     return 0
 
 
