@@ -98,9 +98,13 @@ def __getattr__(name: str):
         from envs import base
 
         return getattr(base, name)
+    if name == "make_vec":  # Gymnasium and JAX only when asked for
+        from envs.gym_vec import make_vec
+
+        return make_vec
     if (Path(__file__).parent / f"{name}.py").is_file():
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'envs' has no attribute {name!r}")
 
 
-__all__ = ["TASKS", "TASK_TABLE", "Task", "BACKENDS", "LEVELS", "Env", "EnvState", "make"]
+__all__ = ["TASKS", "TASK_TABLE", "Task", "BACKENDS", "LEVELS", "Env", "EnvState", "make", "make_vec"]
