@@ -268,7 +268,7 @@ def read_aggregate(folder) -> Aggregate:
     folder = os.fspath(folder)
     missing = [f for f in list(OUTPUT_FILES.values()) + [META_FILE] if not os.path.exists(os.path.join(folder, f))]
     if missing:
-        raise EpisodeTableError(f"{folder}: not a stage-2 folder (missing {', '.join(missing)}; run `python -m metrics aggregate`)")
+        raise EpisodeTableError(f"{folder}: not a stage-2 folder (missing {', '.join(missing)}; run `saferl-eval aggregate`)")
     frames = {}
     path = folder
     try:
@@ -280,7 +280,7 @@ def read_aggregate(folder) -> Aggregate:
             meta = json.load(fh)
     except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid and pandas' parser errors are ValueErrors
         raise EpisodeTableError(f"{path}: cannot be read ({type(err).__name__}: {str(err).splitlines()[0]}); "
-                                f"write the folder again with `python -m metrics aggregate`") from None
+                                f"write the folder again with `saferl-eval aggregate`") from None
     return Aggregate(meta=meta, **frames)
 
 

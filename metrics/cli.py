@@ -1,5 +1,6 @@
-"""Command line: ``python -m metrics {summarise,aggregate,tiers,evaluate,plan-seeds,compare,reference,from-saferleval} ...``
-(docs/metrics.md, docs/comparisons.md)."""
+"""Command line of the evaluation engine: `saferl-eval` (the console script), `python -m metrics`
+in a clone (docs/metrics.md, docs/comparisons.md). It names itself as it was invoked, and its
+--help is plain text: a pip install has neither this docstring's Markdown nor docs/."""
 
 from __future__ import annotations
 
@@ -133,8 +134,30 @@ def one_line(text) -> str:
     return str(text).replace("\r", "\\r").replace("\n", "\\n").replace("\0", "\\0")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="python -m metrics", description=__doc__)
+DESCRIPTION = """\
+Safety metrics for safe-RL episode logs, as "Evaluation Metrics for Safe RL" (Spoor, Plaat,
+Moerland, 2026) asks: violation rate V, normalised cost deviation Dnorm and violation magnitude
+Dnorm+, their IQM across tasks and bounds with stratified-bootstrap confidence intervals, safety
+tiers and cost CDFs, for training, the final policy with exploration noise and the final greedy
+policy. Input: episode tables (Parquet or CSV, one row per episode: task, bound, algo, seed,
+phase, iteration, episode, return, cost), recorder folders or the trainer's run folders. Start
+with 'evaluate'; 'PROG COMMAND --help' describes each command."""
+
+
+def invoked_name(argv0: str | None = None) -> str:
+    """How the user started this command: 'python -m PACKAGE' when run as a module (argv[0] is
+    then the package's __main__.py), else the script's own name (saferl-eval)."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    name = os.path.basename(argv0 or "")
+    if name in ("", "-c", "__main__.py"):
+        return f"python -m {__package__}"
+    return name
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    prog = prog or invoked_name()
+    parser = OneLineParser(prog=prog, description=DESCRIPTION.replace("PROG", prog),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("summarise", help="stage 1: validate episode files and write one per-run summary file")
@@ -144,13 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_summarise)
 
     p = sub.add_parser("aggregate", help="stage 2: IQMs, bootstrap, CDFs, per-condition statistics")
-    p.add_argument("summaries", nargs="+", help="summary files written by `summarise`")
+    p.add_argument("summaries", nargs="+", help="summary files written by the summarise command")
     p.add_argument("--out", required=True, help="folder to write into")
     _bootstrap_options(p)
     p.set_defaults(func=_aggregate)
 
     p = sub.add_parser("tiers", help="stage 3: tiers.csv and conditions.csv from stage 2's folder")
-    p.add_argument("dir", help="folder written by `aggregate`")
+    p.add_argument("dir", help="folder written by the aggregate command")
     p.add_argument("--thresholds", default=None, help="YAML/JSON tier thresholds (default: the paper's Table 1)")
     p.add_argument("--out", default=None, help="folder to write into (default: DIR)")
     p.set_defaults(func=_tiers)
@@ -178,8 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_plan_seeds)
 
     p = sub.add_parser("compare", help="a sweep's IQMs, CIs and tiers beside a reference's (is my result normal?)")
-    p.add_argument("results", help="folder with the sweep's iqm.csv and tiers.csv (written by `evaluate`, or results/metrics)")
-    p.add_argument("reference", help="a reference file, or the name of a shipped one (metrics/references/NAME.yaml)")
+    p.add_argument("results", help="folder with the sweep's iqm.csv and tiers.csv (written by evaluate, or a sweep's metrics/ folder)")
+    p.add_argument("reference", help="a reference file, or the name of a shipped one (e.g. default)")
     p.add_argument("--out", default=None, help="also write the per-metric comparison as CSV")
     p.add_argument("--thresholds", default=None,
                    help="YAML/JSON tier thresholds for tiers recomputed under the reference's Dnorm+ definition "
@@ -258,7 +281,7 @@ def main(argv=None) -> int:
 
 
 def _main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # errors and usage name the command as invoked
     if getattr(args, "reps", 1) < 1 or getattr(args, "seed", 0) < 0:
         print("error: --reps must be >= 1 and --seed >= 0", file=sys.stderr)
         return 2

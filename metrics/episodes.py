@@ -6,8 +6,9 @@ user-facing :func:`read_episodes` result. Every error names the file and the off
 (0-based data rows: row 0 is the first row after a CSV header, i.e. CSV line 2).
 
 A folder given in place of a file is a recorder's folder (``recorders.writer``: one run's
-``train-*.parquet`` parts and ``final.parquet``), or a folder with recorder folders below it;
-:func:`expand_episode_paths` turns it into the episode files it holds.
+``train-*.parquet`` parts and ``final.parquet``), a run folder of this project's trainer
+(``runs.train --out``: one ``episodes.parquet``), or a folder with such folders below it (a
+sweep's ``runs/``); :func:`expand_episode_paths` turns it into the episode files it holds.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ _MAX_ROWS_SHOWN = 10
 # ---- recorder folders (recorders.writer writes them; the engine reads them) ----------------
 RECORDER_MARKER = "recorder.json"  # the run identity of a recorder folder
 FINAL_FILE = "final.parquet"
+# the episode table of a trainer's run folder (runs.run_layout.EPISODES; this package does not
+# import the trainer, which a base install lacks)
+TRAINER_EPISODES = "episodes.parquet"
 TRAIN_PART = re.compile(r"^train-(\d+)-(\d+)\.parquet$")  # training iterates FIRST..LAST
 TRAIN_SEGMENT_V1 = re.compile(r"^train-(\d+)\.parquet$")  # the first writer's numbered segments
 
@@ -64,14 +68,17 @@ def train_parts(names) -> tuple[list, list]:
 
 def is_recorder_folder(folder) -> bool:
     names = os.listdir(folder)
-    return RECORDER_MARKER in names or FINAL_FILE in names or any(
+    return RECORDER_MARKER in names or FINAL_FILE in names or TRAINER_EPISODES in names or any(
         TRAIN_PART.match(n) or TRAIN_SEGMENT_V1.match(n) for n in names)
 
 
 def recorder_files(folder) -> list:
-    """The episode files of one recorder folder, training iterates in order, then final.parquet."""
+    """The episode files of one recorder folder, training iterates in order, then final.parquet;
+    of a trainer's run folder, its one episodes.parquet."""
     folder = os.fspath(folder)
     names = os.listdir(folder)
+    if TRAINER_EPISODES in names and RECORDER_MARKER not in names:
+        return [os.path.join(folder, TRAINER_EPISODES)]
     old = sorted(n for n in names if TRAIN_SEGMENT_V1.match(n))
     current, _ = train_parts(names)
     files = old + [name for _, _, name in current] + ([FINAL_FILE] if FINAL_FILE in names else [])
@@ -98,8 +105,8 @@ def expand_episode_paths(paths) -> list:
         if not files:
             raise EpisodeTableError(
                 f"{path}: a folder with no episode files of a recorder (recorders.EpisodeWriter: {RECORDER_MARKER}, "
-                f"train-*.parquet, {FINAL_FILE}) in it or below; give a recorder's folder or episode files "
-                f"(.parquet, .csv, .tsv)")
+                f"train-*.parquet, {FINAL_FILE}) or of a trainer's run folder ({TRAINER_EPISODES}) in it or "
+                f"below; give such a folder or episode files (.parquet, .csv, .tsv)")
         out += files
     return out
 
@@ -229,8 +236,8 @@ def _read_arrow(path, use_threads=True):
     if not os.path.exists(path):
         raise EpisodeTableError(f"{path}: no such file")
     if os.path.isdir(path):
-        raise EpisodeTableError(f"{path}: a folder; read it with read_episodes or python -m metrics, "
-                                f"which take a recorder's folder (or give its episode files)")
+        raise EpisodeTableError(f"{path}: a folder; read it with read_episodes or saferl-eval, "
+                                f"which take a recorder's or a trainer's run folder (or give its episode files)")
     lower = str(path).lower()
     try:
         if lower.endswith((".parquet", ".pq")):

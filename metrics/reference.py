@@ -200,7 +200,7 @@ def make_reference(results_dir, name: str, source: str, command: str, runs_root=
         conditions = read_csv(folder / "conditions.csv")
         meta = json.loads((folder / "aggregate.json").read_text())
     except (OSError, ValueError) as err:
-        raise EpisodeTableError(f"{folder}: not a finished results folder ({err}); run `python -m metrics evaluate`") from None
+        raise EpisodeTableError(f"{folder}: not a finished results folder ({err}); run `saferl-eval evaluate`") from None
     tiers = tiers.assign(p_tier=[row[f"p_tier{int(row['tier'])}"] for _, row in tiers.iterrows()])
     cond_cols = ["task", "bound", "algo", "phase", "n_seeds"] + [f"{m}_{s}" for m in METRICS for s in ("mean", "std")]
     cond_cols += ["tier"]
@@ -280,7 +280,7 @@ def read_results(results_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
     try:
         return read_csv(os.path.join(folder, "iqm.csv")), read_csv(os.path.join(folder, "tiers.csv"))
     except (OSError, ValueError) as err:
-        raise EpisodeTableError(f"{folder}: needs iqm.csv and tiers.csv ({err}); run `python -m metrics evaluate`") from None
+        raise EpisodeTableError(f"{folder}: needs iqm.csv and tiers.csv ({err}); run `saferl-eval evaluate`") from None
 
 
 @dataclass(frozen=True)

@@ -365,7 +365,7 @@ def read_summary(path) -> Summary:
         raise EpisodeTableError(f"{path}: cannot be read as a summary: {err}") from err
     meta = (table.schema.metadata or {}).get(_META_KEY)
     if meta is None:
-        raise EpisodeTableError(f"{path}: not a saferl-eval summary (written by `python -m metrics summarise`)")
+        raise EpisodeTableError(f"{path}: not a saferl-eval summary (written by `saferl-eval summarise`)")
     found = json.loads(meta)
     if found.get("version") != FORMAT["version"] or found.get("grid") != FORMAT["grid"]:
         raise EpisodeTableError(f"{path}: summary format {found} differs from this version's {FORMAT}")

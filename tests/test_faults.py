@@ -340,7 +340,7 @@ def test_a_corrupt_stage_folder_given_to_tiers_is_named(tmp_path, capsys):
     assert metrics_cli.main(["tiers", str(tmp_path / "m")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {tmp_path / 'm' / 'bootstrap.parquet'}: cannot be read") and err.count("\n") == 1
-    assert "python -m metrics aggregate" in err
+    assert "saferl-eval aggregate" in err
     assert (tmp_path / "m" / "tiers.csv").read_text() == before  # left as it was
 
 
