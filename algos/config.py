@@ -24,7 +24,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from algos.registry import ALGOS, algorithm_scalars, get as get_algorithm, program_algos
+from algos.registry import ALGOS, algorithm_scalars, foreign_scalars, get as get_algorithm, program_algos
 
 ACTIVATIONS = ("swish", "tanh", "relu", "elu")
 # How the programs' float32 matrix products are computed (jax.default_matmul_precision):
@@ -36,7 +36,7 @@ PACK_MODES = ("auto", "sequential", "batched")  # algos.programs: auto = batched
 # Execution fields: how a run is computed, not which run it is (a resume or a rerun may change them).
 NOT_IDENTITY = ("checkpoint_every_s", "pack_mode")
 # A run's identity: its folder is named after these, so only the named options may set them.
-IDENTITY_FIELDS = ("task", "bound", "algo", "seed", "backend")
+IDENTITY_FIELDS = ("task", "bound", "algo", "seed", "backend", "level")
 # The budget a sweep may set per trainer preset (the sweep config's train.KEY, the CLI's --KEY).
 BUDGET_FIELDS = ("total_steps", "num_envs", "episode_length", "eval_episodes")
 SEED_LIMIT = 2**31  # seeds are int32 PRNG seeds: 0 <= seed < SEED_LIMIT
@@ -104,13 +104,24 @@ class TrainConfig:
     activation: str = "swish"
     normalize_observations: bool = True
     matmul_precision: str = "default"  # MATMUL_PRECISIONS
-    # PPO core (runtime values)
+    # the off-policy core (algos/offpolicy.py; CRAX's SAC CLI defaults): a replay buffer per run
+    replay_size: int = 1_000_000  # transitions kept (CRAX --max_replay_size)
+    min_replay_size: int = 0  # transitions collected before the first gradient step
+    grad_updates_per_step: int = 32  # gradient steps per env step of all num_envs envs
+    replay_batch_size: int = 1024  # transitions per gradient step (CRAX --batch_size)
+    offpolicy_hidden: tuple = (256, 256)  # the policy's and each Q network's hidden layers (Brax SAC)
+    offpolicy_activation: str = "relu"
+    # both cores (runtime values; CRAX passes the same flags to its PPO and SAC trainers)
     learning_rate: float = 5e-4
-    entropy_cost: float = 5e-3
     discount: float = 0.99
+    reward_scaling: float = 0.1
+    # PPO core (runtime values)
+    entropy_cost: float = 5e-3
     gae_lambda: float = 0.95
     clip_eps: float = 0.3
-    reward_scaling: float = 0.1
+    # off-policy core (runtime values)
+    tau: float = 0.005  # Polyak step of the target Q networks
+    alpha_learning_rate: float = 3e-4  # Adam step of log alpha, the entropy temperature
     # execution (not part of the result)
     chunk_updates: int = 8  # updates per jitted call; checkpoints fall between calls
     checkpoint_every_s: float = 300.0
@@ -122,6 +133,17 @@ class TrainConfig:
 
     # ---- derived sizes -------------------------------------------------------------
     @property
+    def learner(self) -> str:
+        """The core that trains the algorithm (algos.registry.LEARNERS)."""
+        return get_algorithm(self.algo.split("+")[0]).learner
+
+    @property
+    def rollout_steps(self) -> int:
+        """Steps of every env per update: PPO's unrolls x unroll_length; the off-policy core
+        steps each env once per update (then takes grad_updates_per_step gradient steps)."""
+        return self.unrolls_per_update * self.unroll_length if self.learner == "ppo" else 1
+
+    @property
     def sequences_per_update(self) -> int:
         return self.batch_size * self.num_minibatches
 
@@ -132,7 +154,7 @@ class TrainConfig:
     @property
     def steps_per_update(self) -> int:
         """Env steps (transitions over all envs) collected per update."""
-        return self.sequences_per_update * self.unroll_length
+        return self.rollout_steps * self.num_envs
 
     @property
     def num_updates(self) -> int:
@@ -143,8 +165,7 @@ class TrainConfig:
         """Logged iterates one chunk can hold (one per T steps of every env, plus one)."""
         if self.log_capacity > 0:
             return self.log_capacity
-        per_env = self.chunk_updates * self.unrolls_per_update * self.unroll_length
-        return per_env // self.episode_length + 1
+        return self.chunk_updates * self.rollout_steps // self.episode_length + 1
 
     @property
     def uses_cost_critic(self) -> bool:
@@ -163,18 +184,27 @@ class TrainConfig:
             raise bad("algo", f"must be one of {ALGOS}")
         if not (self.bound > 0 and math.isfinite(self.bound)):
             raise bad("bound", "must be a finite number > 0")
-        if self.activation not in ACTIVATIONS:
-            raise bad("activation", f"must be one of {ACTIVATIONS}")
+        for name in ("activation", "offpolicy_activation"):
+            if getattr(self, name) not in ACTIVATIONS:
+                raise bad(name, f"must be one of {ACTIVATIONS}")
         if self.matmul_precision not in MATMUL_PRECISIONS:
             raise bad("matmul_precision", f"must be one of {MATMUL_PRECISIONS}")
         for name in ("num_envs", "episode_length", "total_steps", "unroll_length", "batch_size",
                      "num_minibatches", "num_epochs", "chunk_updates", "eval_episodes"):
             if getattr(self, name) < 1:
                 raise bad(name, "must be >= 1")
-        if self.sequences_per_update % self.num_envs:
+        if self.learner == "ppo" and self.sequences_per_update % self.num_envs:
             raise bad("num_envs", f"must divide batch_size * num_minibatches = {self.sequences_per_update}")
-        if not self.policy_hidden or not self.critic_hidden:
-            raise bad("policy_hidden", "network sizes must list at least one hidden layer")
+        for name in ("policy_hidden", "critic_hidden", "offpolicy_hidden"):
+            if not getattr(self, name):
+                raise bad(name, "network sizes must list at least one hidden layer")
+        for name in ("replay_size", "grad_updates_per_step", "replay_batch_size"):
+            if getattr(self, name) < 1:
+                raise bad(name, "must be >= 1")
+        if self.learner == "sac" and not self.num_envs <= self.replay_size:
+            raise bad("replay_size", f"must hold at least one step of every env (num_envs = {self.num_envs})")
+        if not 0 <= self.min_replay_size <= self.replay_size:
+            raise bad("min_replay_size", f"must be in [0, replay_size = {self.replay_size}]")
         if self.seed < 0 or self.seed >= SEED_LIMIT:
             raise bad("seed", "must be in [0, 2**31)")
         if self.pack_mode not in PACK_MODES:
@@ -192,8 +222,8 @@ class TrainConfig:
     def to_dict(self) -> dict:
         out = dataclasses.asdict(self)
         out["env_kwargs"] = dict(self.env_kwargs)
-        out["policy_hidden"] = list(self.policy_hidden)
-        out["critic_hidden"] = list(self.critic_hidden)
+        for name in ("policy_hidden", "critic_hidden", "offpolicy_hidden"):
+            out[name] = list(getattr(self, name))
         return out
 
 
@@ -206,15 +236,36 @@ class Hyper:
 
     bound: Any
     learning_rate: Any
-    entropy_cost: Any
     discount: Any
+    reward_scaling: Any
+    entropy_cost: Any
     gae_lambda: Any
     clip_eps: Any
-    reward_scaling: Any
+    tau: Any
+    alpha_learning_rate: Any
     algo_index: Any  # TrainConfig.algo_index: which algorithm a shared program runs (0 where it serves one)
 
     if TYPE_CHECKING:  # for type checkers only: the algorithm scalars the decorator adds
         def __getattr__(self, name: str) -> Any: ...
+
+
+# The fields only one core reads (the others' runs ignore them: not part of their identity, so
+# one preset can size both kinds and a change to one kind's fields leaves the other's runs valid).
+LEARNER_FIELDS = {
+    "ppo": ("unroll_length", "batch_size", "num_minibatches", "num_epochs", "policy_hidden", "critic_hidden",
+            "activation", "entropy_cost", "gae_lambda", "clip_eps"),
+    "sac": ("replay_size", "min_replay_size", "grad_updates_per_step", "replay_batch_size", "offpolicy_hidden",
+            "offpolicy_activation", "tau", "alpha_learning_rate"),
+}
+
+
+def foreign_fields(algo: str) -> frozenset:
+    """The config fields that cannot change a run of `algo`: other algorithms' scalars
+    (algos.registry.foreign_scalars) and the fields of the cores that do not train it. A run's
+    identity (its folder's, its checkpoint's) leaves them out."""
+    learner = get_algorithm(algo).learner if algo in ALGOS else None
+    other = {f for name, fields in LEARNER_FIELDS.items() if name != learner for f in fields}
+    return foreign_scalars(algo) | (other if learner is not None else frozenset())
 
 
 HYPER_FIELDS = tuple(f.name for f in dataclasses.fields(Hyper))  # changing any of these never recompiles
@@ -361,7 +412,7 @@ def config_from_dict(values: dict) -> TrainConfig:
     if unknown:
         raise ConfigFieldError(unknown[0], f"unknown config field(s) {unknown}; known: {sorted(fields)}")
     values = dict(values)
-    for name in ("policy_hidden", "critic_hidden"):
+    for name in ("policy_hidden", "critic_hidden", "offpolicy_hidden"):
         if name in values:
             values[name] = tuple(values[name])
     if "env_kwargs" in values:

@@ -124,7 +124,7 @@ class Programs(NamedTuple):
 
     init: Any  # (seed, hyper) -> TrainState
     chunk: Any  # (TrainState, hyper, num_updates) -> (TrainState, IterateLog, UpdateSummary)
-    evaluate: Any  # (params, normalizer, seed, noise_scale, hyper) -> (Finished of the eval episodes, first obs)
+    evaluate: Any  # (TrainState, seed, noise_scale, hyper) -> (Finished of the eval episodes, first obs)
 
 
 class Learner(NamedTuple):
@@ -585,17 +585,29 @@ def init(learner: Learner, action_size: int, obs_size: int, seed, h: Hyper) -> T
 
 
 def chunk(learner: Learner, batched: bool, state: TrainState, h: Hyper, num_updates):
-    """`chunk_updates` updates, skipping those at or past `num_updates` (a runtime budget)."""
+    """`chunk_updates` PPO updates, skipping those at or past `num_updates` (a runtime budget)."""
+    return run_chunk(learner, batched, state, h, num_updates,
+                     lambda state, log: training_step(learner, state, log, h))
+
+
+def empty_log(learner: Learner) -> IterateLog:
+    """A chunk's iterate log before its first update: room for `iterate_capacity` iterates."""
     cfg = learner.config
     capacity, n_envs, n_state = cfg.iterate_capacity, cfg.num_envs, len(learner.state_columns)
-    log = IterateLog(jnp.int32(0), jnp.zeros((capacity, n_envs), jnp.float32),
-                     jnp.zeros((capacity, n_envs), jnp.float32), jnp.zeros((capacity, n_envs), jnp.int32),
-                     jnp.zeros((capacity,), jnp.int32), jnp.zeros((capacity,), jnp.int32),
-                     jnp.zeros((capacity,), jnp.float32), jnp.zeros((capacity, len(LOSS_METRICS)), jnp.float32),
-                     jnp.zeros((capacity, n_state), jnp.float32))
+    return IterateLog(jnp.int32(0), jnp.zeros((capacity, n_envs), jnp.float32),
+                      jnp.zeros((capacity, n_envs), jnp.float32), jnp.zeros((capacity, n_envs), jnp.int32),
+                      jnp.zeros((capacity,), jnp.int32), jnp.zeros((capacity,), jnp.int32),
+                      jnp.zeros((capacity,), jnp.float32), jnp.zeros((capacity, len(LOSS_METRICS)), jnp.float32),
+                      jnp.zeros((capacity, n_state), jnp.float32))
+
+
+def run_chunk(learner: Learner, batched: bool, state, h: Hyper, num_updates, step: Callable):
+    """`chunk_updates` calls of `step(state, log) -> (state, log, UpdateSummary)` (one update of
+    either core), skipping those at or past `num_updates` (a runtime budget). The state needs
+    `update`, `iterates`, `algo_state` and `transform_state`."""
 
     def run(args):
-        state, log, summary = training_step(learner, *args, h)
+        state, log, summary = step(*args)
         return (state, log), summary
 
     def skip(args):
@@ -609,16 +621,24 @@ def chunk(learner: Learner, batched: bool, state: TrainState, h: Hyper, num_upda
         # a member past its budget computes the update with its pack-mates and keeps its state
         return jax.tree_util.tree_map(lambda a, b: jnp.where(active, a, b), run(carry), skip(carry))
 
-    (state, log), summaries = jax.lax.scan(body, (state, log), None, length=cfg.chunk_updates)
+    (state, log), summaries = jax.lax.scan(body, (state, empty_log(learner)), None,
+                                           length=learner.config.chunk_updates)
     state = state._replace(iterates=state.iterates + log.count)
     return state, log, summaries
 
 
-def evaluate(learner: Learner, params, norm: Normalizer, seed, noise_scale, h: Hyper):
-    """`eval_episodes` fresh-layout episodes; noise_scale 1 samples the policy, 0 acts with its
-    mode tanh(mu). Both settings use the same layouts and the same noise draws, so they differ
-    only in the noise. An algorithm's observation transform starts fresh for each episode.
-    Returns (Finished of the episodes, their first observations)."""
+def evaluate(learner: Learner, state: TrainState, seed, noise_scale, h: Hyper):
+    """The final policy of a PPO-core run on `eval_episodes` fresh layouts (evaluate_policy)."""
+    return evaluate_policy(learner, lambda obs: policy_distribution(learner, state.params, state.normalizer, obs),
+                           seed, noise_scale, h)
+
+
+def evaluate_policy(learner: Learner, policy: Callable, seed, noise_scale, h: Hyper):
+    """`eval_episodes` fresh-layout episodes of the policy `policy(obs [n, O]) -> (mu, sigma)`;
+    noise_scale 1 samples it, 0 acts with its mode tanh(mu). Both settings use the same layouts
+    and the same noise draws, so they differ only in the noise. An algorithm's observation
+    transform starts fresh for each episode. Returns (Finished of the episodes, their first
+    observations). Both cores evaluate with it."""
     cfg, transform = learner.config, learner.transform
     k_reset, k_noise = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), EVAL_SALT))
     env_state = learner.env_reset(jax.random.split(k_reset, cfg.eval_episodes))
@@ -626,8 +646,7 @@ def evaluate(learner: Learner, params, norm: Normalizer, seed, noise_scale, h: H
     def step(carry, _):
         env_state, transform_state, pending, key = carry
         key, k_act = jax.random.split(key)
-        mu, sigma = policy_distribution(learner, params, norm, policy_observation(learner, transform_state,
-                                                                                   env_state.obs, h))
+        mu, sigma = policy(policy_observation(learner, transform_state, env_state.obs, h))
         z = dist.sample_pre_tanh(k_act, mu, sigma, noise_scale)
         env_state = learner.env_step(env_state, jnp.tanh(z))
         transform_state, _ = training_reward(learner, transform_state, env_state, h)

@@ -79,6 +79,7 @@ class UpdateStats(NamedTuple):
     raw_action: Any = None  # [S, N, A] pre-tanh actions sampled (before a Hooks.act correction)
     step_cost: Any = None  # [S, N] the cost of each step
     act_record: Any = None  # the shield's (Hooks.act) per-step records, each [S, N, ...]; () without one
+    episode_length: Any = None  # T (so an update may scale its step per episode, as SAC-Lag's does)
 
 
 class EnvTransform(NamedTuple):
@@ -123,7 +124,8 @@ def update_stats(mean_step_cost, h, episode_length: int, *rollout) -> UpdateStat
     """c and c - d/T in float32 (d/T: the per-step bound, T the episode length), and the
     rollout's fields (UpdateStats after `violation`) where given."""
     cost = jnp.asarray(mean_step_cost, jnp.float32)
-    return UpdateStats(cost, cost - h.bound / episode_length, *rollout)
+    return UpdateStats(cost, cost - h.bound / episode_length, *rollout).\
+        _replace(episode_length=jnp.float32(episode_length))
 
 
 def simple_hooks(spec) -> Hooks:

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from algos import program_cache
+from algos import jax_cache_repair, program_cache
 
 # The source folders whose code decides a run's result (see code_version); recorders: the
 # trainer logs its iterates with recorders.jax_recorder.
@@ -70,6 +70,7 @@ def enable_compilation_cache(cache_dir: str | None = None) -> str:
     jax.config.update("jax_compilation_cache_dir", cache_dir)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    jax_cache_repair.install()  # an unreadable entry is replaced, not recompiled by every job
     return cache_dir
 
 
@@ -106,7 +107,7 @@ class Compiled(NamedTuple):
 
     init: object  # (seed, hyper) -> TrainState
     chunk: object  # (TrainState, hyper, num_updates) -> (TrainState, IterateLog, UpdateSummary)
-    evaluate: object  # (params, normalizer, seed, noise_scale, hyper) -> (Pending, first obs)
+    evaluate: object  # (TrainState, seed, noise_scale, hyper) -> (Pending, first obs)
     template: object  # ShapeDtypeStruct pytree of ONE run's training state (checkpoints are per run)
     compile_s: float  # 0.0 when the programs were already in this process
     mode: str = "sequential"  # how a pack's members run (`sequential` or `batched`); one run: sequential
@@ -149,13 +150,14 @@ def _load_or_compile(config, env, size, mode, stored, start) -> Compiled:
     import jax.numpy as jnp
 
     from algos.config import hyper_of, register_hyper, stacked_hyper
-    from algos.core import build_programs
+    from algos.registry import LEARNERS
 
     register_hyper()  # a stored program's argument tree names Hyper
+    refused = bool(stored) and os.path.exists(stored)  # until it loads
     loaded = program_cache.load(stored) if stored else None
     if loaded is not None:
         return Compiled(*loaded, time.perf_counter() - start, mode, source="loaded")
-    programs = build_programs(config, env, batched=mode == "batched")
+    programs = LEARNERS[config.learner]().build_programs(config, env, batched=mode == "batched")
     template = jax.eval_shape(programs.init, jnp.int32(0), hyper_of(config))
     if size is None:
         seed, h, budget = jnp.int32(0), hyper_of(config), jnp.int32(0)
@@ -164,22 +166,24 @@ def _load_or_compile(config, env, size, mode, stored, start) -> Compiled:
         seed, h, budget = jnp.zeros(size, jnp.int32), stacked_hyper([config] * size), jnp.zeros(size, jnp.int32)
         if mode == "batched":
             init, chunk = jax.vmap(programs.init), jax.vmap(programs.chunk)
-            evaluate = jax.vmap(programs.evaluate, in_axes=(0, 0, 0, None, 0))
+            evaluate = jax.vmap(programs.evaluate, in_axes=(0, 0, None, 0))
         else:
             init, chunk = _sequential(programs.init), _sequential(programs.chunk)
-            sequential_eval = _sequential(lambda p, n, s, hyper, noise: programs.evaluate(p, n, s, noise, hyper))
+            sequential_eval = _sequential(lambda st, s, hyper, noise: programs.evaluate(st, s, noise, hyper))
 
-            def evaluate(params, normalizer, seed, noise_scale, hyper):
-                return sequential_eval(params, normalizer, seed, hyper, scalar=noise_scale)
+            def evaluate(state, seed, noise_scale, hyper):
+                return sequential_eval(state, seed, hyper, scalar=noise_scale)
     state = jax.eval_shape(init, seed, h)
     # The programs are named after their stored entry, so JAX's persistent cache (keyed by the
     # lowered module, names included) never serves them to a new entry: they compile for real
     # and can be stored (algos.program_cache.jax_cache_hits says why that matters).
     tag = os.path.basename(stored).split(".")[0] if stored else "program"
+    if refused:  # a refused entry is replaced: new names miss JAX's cache, so they compile for real and are stored
+        tag += "_again"
     lowered = (jax.jit(_named(init, f"init_{tag}")).lower(seed, h),
                jax.jit(_named(chunk, f"chunk_{tag}")).lower(state, h, budget),
                jax.jit(_named(evaluate, f"evaluate_{tag}")).lower(
-                   state.params, state.normalizer, seed, jnp.float32(0.0), h))
+                   state, seed, jnp.float32(0.0), h))
     hits = program_cache.jax_cache_hits()  # counted over the compiles only (tracing runs small jits)
     executables = tuple(program.compile() for program in lowered)
     if stored and program_cache.jax_cache_hits() == hits:

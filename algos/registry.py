@@ -90,6 +90,8 @@ class Algorithm:
     hooks: Callable[[], object] | None = None
     state_columns: tuple = ()
     multiplier: str | None = None
+    learner: str = "ppo"  # the core that trains it: a key of LEARNERS (on-policy PPO or off-policy SAC)
+    scalars_of: tuple = ()  # other algorithms whose scalars it reads too (part of its runs' identity)
 
     def __post_init__(self):
         object.__setattr__(self, "scalars", {
@@ -218,9 +220,37 @@ ALGORITHMS: dict[str, Algorithm] = {
             "shield_fit_steps": Scalar(16.0, "full-batch Adam steps fitting g each update"),
             "shield_budget_scale": Scalar(1.0, "the layer's step limit C = scale * d/T"),
             "shield_warmup_updates": Scalar(10.0, "first updates acting uniformly at random (g's pre-training)")}),
+    # ---- off-policy: the SAC core (algos/offpolicy.py), CRAX's training/agents/sac* -------
+    # The temperature alpha is the core's (trace column `sac_alpha`); the algorithm owns the
+    # multiplier, moved once per gradient step from the sampled batch's mean step cost.
+    "sac": Algorithm(
+        label="SAC", uses_cost_critic=False, hooks=lambda: algos.sac_lag.SAC_HOOKS, learner="sac",
+        state_columns=("sac_alpha",)),
+    "sac_lag": Algorithm(
+        label="SAC-Lag", uses_cost_critic=True, hooks=lambda: algos.sac_lag.HOOKS, learner="sac",
+        multiplier="\u03bb (Lagrange multiplier)", state_columns=("sac_alpha",),
+        # CRAX's CLI defaults (training/config.py: --lagrangian_lr, --lambda_max, --initial_lambda)
+        scalars={
+            "sac_lagrangian_lr": Scalar(0.01, "lambda <- min(relu(lambda + lr/T (c - d/T)), max) each gradient step"),
+            "sac_lambda_max": Scalar(2.0, "upper limit of lambda"),
+            "sac_lambda_init": Scalar(0.0, "lambda at the start of training")}),
+    "sac_pid": Algorithm(
+        label="SAC-PID", uses_cost_critic=True, hooks=lambda: algos.sac_lag.PID_HOOKS, learner="sac",
+        multiplier="\u03bb (PID Lagrange multiplier)",
+        # PPO-PID's controller and scalars (pid_*), moved once per gradient step: CRAX's SAC-PID
+        # reads the same --pid_* flags as its PPO-PID
+        state_columns=("sac_alpha", "pid_integral", "pid_prev_violation", "pid_derivative"),
+        scalars_of=("ppo_pid",)),
 }
 
 ALGOS: tuple[str, ...] = tuple(ALGORITHMS)
+# The cores that train an algorithm (Algorithm.learner): each a module offering
+# `build_programs(config, env, batched, shared)` -> algos.core.Programs (init, chunk, evaluate).
+# A third learner is a module and an entry here.
+LEARNERS: dict[str, Callable[[], object]] = {
+    "ppo": lambda: algos.core,  # on-policy: rollouts, GAE, SGD epochs (CRAX's PPO after Brax)
+    "sac": lambda: algos.offpolicy,  # off-policy: a replay buffer, soft Q-learning (CRAX's SAC after Brax)
+}
 # The paper's four (the default sweep's algorithms); the others are the `zoo` preset's additions.
 PAPER_ALGOS: tuple[str, ...] = ("ppo", "ppo_lag", "p3o", "focops")
 
@@ -256,7 +286,8 @@ def foreign_scalars(name: str) -> frozenset:
     """The scalars of every algorithm in the table but `name`: they cannot change a run of
     `name`, so a run's identity (its folder's, its checkpoint's) leaves them out and adding an
     algorithm to the table leaves the runs already trained valid."""
-    return frozenset(s for other, algo in ALGORITHMS.items() if other != name for s in algo.scalars)
+    own = {name, *(ALGORITHMS[name].scalars_of if name in ALGORITHMS else ())}
+    return frozenset(s for other, algo in ALGORITHMS.items() if other not in own for s in algo.scalars)
 
 
 def algorithm_scalars() -> dict[str, float]:

@@ -68,7 +68,7 @@ def run_pack(configs, slots):
     seeds = jnp.asarray([c.seed for c in configs], jnp.int32)
     state = compiled.init(seeds, h)
     state, log, summary = compiled.chunk(state, h, jnp.full(slots, 1, jnp.int32))
-    evaluated = compiled.evaluate(state.params, state.normalizer, seeds + 1000, jnp.float32(0.0), h)
+    evaluated = compiled.evaluate(state, seeds + 1000, jnp.float32(0.0), h)
     leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves((state.params, log, summary, evaluated))]
     return [[leaf[i] for leaf in leaves] for i in range(len(configs))]
 

@@ -36,12 +36,12 @@ class CheckpointError(ValueError):
 
 def identity_of(config) -> dict:
     """The config fields a checkpoint must match to be resumed (everything that shapes the run:
-    not the scalars of other algorithms, algos.registry.foreign_scalars)."""
-    from algos.registry import foreign_scalars
+    not the scalars of other algorithms, algos.config.foreign_fields)."""
+    from algos.config import foreign_fields
 
     from algos.config import NOT_IDENTITY
 
-    foreign = foreign_scalars(config.algo)
+    foreign = foreign_fields(config.algo)
     return {k: v for k, v in config.to_dict().items() if k not in NOT_IDENTITY and k not in foreign}
 
 
@@ -134,11 +134,11 @@ def _check_arrays(folder: str, meta: dict) -> None:
 
 def _config_difference(meta: dict, identity: dict) -> list[str]:
     from algos.config import recorded_with_defaults
-    from algos.registry import foreign_scalars
+    from algos.config import foreign_fields
 
     # a field added to TrainConfig since the checkpoint was written counts at its default
     recorded = recorded_with_defaults(meta.get("config", {}), identity)
-    foreign = foreign_scalars(identity.get("algo", recorded.get("algo")))
+    foreign = foreign_fields(identity.get("algo", recorded.get("algo")))
     return sorted(k for k in set(identity) | set(recorded) if k not in foreign and recorded.get(k) != identity.get(k))
 
 

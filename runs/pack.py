@@ -23,7 +23,8 @@ from algos.registry import get as get_algorithm
 from algos.trace_schema import DEVICE_FIELDS, HOST_FIELDS, empty_field
 from metrics.atomic import write_text
 from runs import checkpoint
-from runs.run_layout import CHECKPOINT_DIR, PROGRESS, run_id
+from runs.curves import PackCurves
+from runs.run_layout import CHECKPOINT_DIR, PROGRESS, config_run_id
 from runs.runfolder import duration_text
 
 # JAX is imported inside the functions that use it: `import jax, jax.numpy` takes 1.0 s
@@ -96,7 +97,7 @@ def _stack(trees):
 
 def pack_name(members) -> str:
     first = members[0].config
-    return run_id(first.task, first.bound, first.algo, first.seed) + (f" +{len(members) - 1}" if len(members) > 1 else "")
+    return config_run_id(first) + (f" +{len(members) - 1}" if len(members) > 1 else "")
 
 
 def check_same_program(members, mode: str) -> None:
@@ -148,7 +149,7 @@ def _start(members, compiled, configs, h, say) -> tuple[object, list[Progress]]:
 
 
 def member_name(m: Member) -> str:
-    return run_id(m.config.task, m.config.bound, m.config.algo, m.config.seed)
+    return config_run_id(m.config)
 
 
 def _save(m: Member, p: Progress, state) -> None:
@@ -175,20 +176,21 @@ def _updates_per_call(mode: str, chunk_updates: int, seconds_per_update: float |
 
 
 def train_chunks(members, compiled, configs, h, state, progress, *, say, stop, stop_after_chunks=None,
-                 stop_at=None):
+                 stop_at=None, curves=None):
     """Run chunks until every live member has spent its budget, or a stop is asked for.
     `configs`, `h`: the program's slots' configs (padded_configs) and their stacked runtime values.
 
     Returns (state, why): why is None when done, else the reason for stopping after every
     live member's checkpoint was written (`stop()`'s, `stop_after_chunks`, the `stop_at` deadline).
-    After each chunk call it prints a progress line and writes each member's progress.json.
+    After each chunk call it prints a progress line, writes each member's progress.json and
+    gives `curves` (runs.curves.PackCurves, or None) the members' new iterates.
     """
     import jax
     import jax.numpy as jnp
 
     budgets = np.asarray([m.config.num_updates for m in members] + [0] * (len(configs) - len(members)))
     cfg = configs[0]
-    S, C = cfg.unrolls_per_update * cfg.unroll_length, cfg.iterate_capacity
+    S, C = cfg.rollout_steps, cfg.iterate_capacity
     last_save, calls_here, longest_call = time.monotonic(), 0, 0.0
     rate_steps, rate_s, seconds_per_update = 0, 0.0, None
     name = pack_name(members)
@@ -226,6 +228,8 @@ def train_chunks(members, compiled, configs, h, state, progress, *, say, stop, s
             frac = (rows * S + log_host["step"][i, :count] + 1) / (max(done, 1) * S)
             p.host.append({k: v[i] for k, v in log_host.items()}, count, p.train_s + frac * seconds)
             p.train_s += seconds
+        if curves is not None:
+            curves.update(progress)
         calls_here += 1
         longest_call = max(longest_call, seconds)
         pack_updates = int(sum(updates[i] - before[i] for i in live()))
@@ -274,7 +278,7 @@ def evaluate_final(members, compiled, configs, h, state, progress):
     seeds = jnp.asarray([c.seed for c in configs], jnp.int32)
     results = {}
     for phase, scale in (("final_explore", 1.0), ("final_greedy", 0.0)):
-        pending, _ = compiled.evaluate(state.params, state.normalizer, seeds, jnp.float32(scale), h)
+        pending, _ = compiled.evaluate(state, seeds, jnp.float32(scale), h)
         results[phase] = {k: np.asarray(getattr(pending, k)) for k in ("done", "ret", "cost", "length")}
     out = []
     for i, (m, p) in enumerate(zip(members, progress)):
@@ -303,15 +307,18 @@ class Outcome(NamedTuple):
 
 
 def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_after_chunks=None,
-               stop_at=None, planned: int = 0) -> Outcome:
+               stop_at=None, planned: int = 0, tensorboard: bool = True) -> Outcome:
     """Train (or resume) every member, then evaluate those that finished. `stop()` says why to
     stop now (checkpoint and return), or None; it is asked after compiling and after each chunk.
     `planned`: the size of the pack these members belong to (a batched program holds it whole,
-    so that a member's results do not depend on how many of its pack-mates still train)."""
+    so that a member's results do not depend on how many of its pack-mates still train).
+    `tensorboard`: write each member's curves into its folder as it trains (runs.curves)."""
     wall_start = time.perf_counter()
     mode = resolve_mode(members[0].config.pack_mode)
     check_same_program(members, mode)
     slots = pack_slots(len(members), mode, planned)
+    # these two lines are the phases the sweep's console shows (workflow.console)
+    say(f"[{pack_name(members)}] compiling: {len(members)} runs, a {mode} program of {slots} slots")
     compiled = compile_programs(members[0].config, env, size=slots, mode=mode)
     why = stop()
     if why is not None:
@@ -319,10 +326,14 @@ def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_a
     configs = padded_configs(members, slots)  # the program's slots, computed once
     h = stacked_hyper(configs)
     state, progress = _start(members, compiled, configs, h, say)
+    say(f"[{pack_name(members)}] training: programs {compiled.source} in {compiled.compile_s:.1f} s")
+    curves = PackCurves(members, progress) if tensorboard else None
     state, why = train_chunks(members, compiled, configs, h, state, progress, say=say, stop=stop,
-                              stop_after_chunks=stop_after_chunks, stop_at=stop_at)
+                              stop_after_chunks=stop_after_chunks, stop_at=stop_at, curves=curves)
     failed = {m.out: p.failed for m, p in zip(members, progress) if p.failed}
     if why is not None or len(failed) == len(members):
+        if curves is not None:
+            curves.close()
         return Outcome(why, failed, [], {})
     eval_start = time.perf_counter()
     finals = evaluate_final(members, compiled, configs, h, state, progress)
@@ -330,4 +341,6 @@ def train_pack(members, *, env=None, stop: Callable[[], str | None], say, stop_a
               "process_wall_s": time.perf_counter() - wall_start, "pack_mode": mode, "program_slots": slots,
               "program_source": compiled.source}
     finished = [Finished(m, p, final) for m, p, final in zip(members, progress, finals) if p.failed is None]
+    if curves is not None:
+        curves.finish(finished)
     return Outcome(None, {m.out: p.failed for m, p in zip(members, progress) if p.failed}, finished, timing)

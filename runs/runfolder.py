@@ -56,14 +56,14 @@ def read_spec(path: str | os.PathLike):
 def config_difference(recorded: dict, wanted: dict) -> list[str]:
     """Config fields in which two to_dict() configs differ (after a JSON round trip; the
     execution fields, algos.config.NOT_IDENTITY, and the scalars of other algorithms than the
-    run's are not part of a run's identity, algos.registry.foreign_scalars). A field the
+    run's are not part of a run's identity, algos.config.foreign_fields). A field the
     recorded config lacks (added to TrainConfig since) counts at its default."""
     from algos.config import NOT_IDENTITY, recorded_with_defaults
-    from algos.registry import foreign_scalars
+    from algos.config import foreign_fields
 
     a, b = (json.loads(json.dumps(c)) for c in (recorded or {}, wanted))
     a = recorded_with_defaults(a, b)
-    ignored = set(NOT_IDENTITY) | foreign_scalars(b.get("algo", a.get("algo")))
+    ignored = set(NOT_IDENTITY) | foreign_fields(b.get("algo", a.get("algo")))
     return sorted(k for k in set(a) | set(b) if k not in ignored and a.get(k) != b.get(k))
 
 
@@ -118,9 +118,34 @@ def _remember(folder: Path, name: str, st: os.stat_result, sha256: str) -> None:
         pass
 
 
+IDENTITY_COLUMNS = ("task", "algo", "seed", "bound")  # an episode table's rows all name their run
+
+
+def _identity_problem(metadata, config: dict) -> str | None:
+    """Whether the footer's column statistics (min and max per row group, read with the row
+    count) show rows of another run than run.json's config: an episode table swapped with
+    another run's of the same size keeps its own mtime, size and row count, and is found here
+    without hashing it. Statistics a writer left out prove nothing and are passed over."""
+    names = metadata.schema.names
+    for column in IDENTITY_COLUMNS:
+        if column not in config or column not in names:
+            continue
+        want, index = config[column], names.index(column)
+        for group in range(metadata.num_row_groups):
+            stats = metadata.row_group(group).column(index).statistics
+            if stats is None or not stats.has_min_max:
+                continue
+            exact = (getattr(stats, "is_min_value_exact", True), getattr(stats, "is_max_value_exact", True))
+            for found, is_exact in zip((stats.min, stats.max), exact):
+                if is_exact and found != want:
+                    return f"{layout.EPISODES} holds rows of another run ({column} {found!r}, not {want!r})"
+    return None
+
+
 def _table_problem(path: Path, record: dict | None, rows: int | None, verify: bool,
-                   seen: dict | None = None) -> str | None:
-    """What is wrong with one table against run.json's record of it, or None."""
+                   seen: dict | None = None, config: dict | None = None) -> str | None:
+    """What is wrong with one table against run.json's record of it (and, for the episode
+    table, of the run it belongs to: `config`), or None."""
     name = path.name
     if not path.exists():
         return f"{name} missing"
@@ -128,12 +153,15 @@ def _table_problem(path: Path, record: dict | None, rows: int | None, verify: bo
     if record is not None and st.st_size != record.get("bytes"):
         return f"{name} is {st.st_size} bytes, {layout.RUN_JSON} recorded {record.get('bytes')}"
     try:
-        n = pq.read_metadata(path).num_rows
+        metadata = pq.read_metadata(path)
     except (OSError, pa.ArrowException) as err:
         return f"{name} unreadable ({type(err).__name__})"
+    n = metadata.num_rows
     want = record.get("rows") if record is not None else rows
     if want is not None and want != n:
         return f"{name} has {n} rows, {layout.RUN_JSON} recorded {want}"
+    if config and (problem := _identity_problem(metadata, config)):
+        return problem
     if record is not None and (verify or not _unchanged(record, seen, st)):
         if _sha256(path) != record.get("sha256"):
             return f"{name} is damaged (its sha256 differs from the one {layout.RUN_JSON} recorded)"
@@ -155,7 +183,8 @@ def incomplete_reason(folder: str | os.PathLike, verify: bool = False) -> str | 
     hashed before (verified.json: Snakemake touches outputs after a job, and the summarise
     step's hash notes the touched mtime), or always with `verify` (the summarise step,
     `workflow.status --verify`). Any rewrite, bit flip or truncation moves the mtime, so
-    planning a sweep reads only the footers of unchanged files. run.json of older versions records row
+    planning a sweep reads only the footers of unchanged files; the episode table's footer
+    also says whose rows it holds (_identity_problem: a swap that keeps size and mtime). run.json of older versions records row
     counts only: then the tables need to be readable with those counts.
     """
     folder = Path(folder)
@@ -170,7 +199,8 @@ def incomplete_reason(folder: str | os.PathLike, verify: bool = False) -> str | 
         record = files.get(name)
         if record is not None and not isinstance(record, dict):
             return f"{layout.RUN_JSON} field 'files.{name}' is not a record ({type(record).__name__})"
-        problem = _table_problem(folder / name, record, rows.get(name), verify, seen.get(name))
+        config = _mapping(meta.get("config")) if name == layout.EPISODES else None
+        problem = _table_problem(folder / name, record, rows.get(name), verify, seen.get(name), config)
         if problem is not None:
             return problem
     return None

@@ -89,17 +89,24 @@ def _to_train(members, say) -> tuple[list, dict]:
 
 
 def run_pack(members, *, env=None, stop_after_chunks: int | None = None, quiet: bool = False,
-             stop_at: float | None = None, planned: int = 0) -> int:
+             stop_at: float | None = None, planned: int = 0, tensorboard: bool = True,
+             wandb: dict | None = None) -> int:
     """Train (or resume) every member (runs.pack.Member); returns the exit status: 0, 75 when
     stopped early (checkpoints written), 1 when a member failed (recorded in its failure.json).
 
     `stop_at` (a time.time() value): checkpoint and exit 75 as soon as another chunk might
     not finish before it (the job's time limit minus a margin, see workflow.train_job).
+    `tensorboard`: each run's curves as TensorBoard event files in its folder, live (runs.curves);
+    `wandb`: log each finished run to W&B with these runs.wandb_runs.log_run options (None: off).
     """
     say = (lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+    if wandb is not None:
+        from runs.wandb_runs import check_available
+
+        check_available()  # before any lock or training: a missing extra fails at once
     owned, refused = _lock(members, say)
     try:
-        return _train_owned(owned, refused, env, say, stop_after_chunks, stop_at, planned)
+        return _train_owned(owned, refused, env, say, stop_after_chunks, stop_at, planned, tensorboard, wandb)
     finally:
         for m in owned:
             runlock.release(m.out)
@@ -124,7 +131,7 @@ def _lock(members, say) -> tuple[list, list]:
     return owned, refused
 
 
-def _train_owned(members, refused, env, say, stop_after_chunks, stop_at, planned) -> int:
+def _train_owned(members, refused, env, say, stop_after_chunks, stop_at, planned, tensorboard, wandb) -> int:
     todo, failures = _to_train(members, say)
     why = None
     if todo:
@@ -133,8 +140,8 @@ def _train_owned(members, refused, env, say, stop_after_chunks, stop_at, planned
                     if signal.getsignal(s) is not signal.SIG_IGN}  # an ignored Ctrl-C (nohup, &) stays so
         try:
             outcome = train_pack(todo, env=env, stop=stop.reason, say=say, stop_after_chunks=stop_after_chunks,
-                                 stop_at=stop_at, planned=planned)
-            _write_finished(outcome, len(todo), say)  # still under the handlers: a signal now is not a kill
+                                 stop_at=stop_at, planned=planned, tensorboard=tensorboard)
+            _write_finished(outcome, len(todo), say, wandb)  # still under the handlers: a signal now is not a kill
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
@@ -154,15 +161,30 @@ def _train_owned(members, refused, env, say, stop_after_chunks, stop_at, planned
     return 0
 
 
-def _write_finished(outcome, pack_size: int, say) -> None:
-    """The run folder of every member that finished training and evaluation."""
+def _write_finished(outcome, pack_size: int, say, wandb: dict | None = None) -> None:
+    """The run folder of every member that finished training and evaluation (and its W&B run)."""
     timing = outcome.timing
     for m, p, final in outcome.finished:
         write_run_folder(m, p, final, timing, pack_size)
+        if wandb is not None:
+            _log_wandb(m, p, final, wandb, say)
         J = len(p.host.arrays()["update"])
         say(f"[{member_name(m)}] done: {J} iterates, {m.config.num_updates * m.config.steps_per_update:,} "
             f"steps in {p.train_s:.1f} s train (pack of {pack_size}; +{timing['compile_s']:.1f} s compile ({timing['program_source']}), "
             f"{timing['eval_wall_s']:.1f} s eval) -> {m.out}")
+
+
+def _log_wandb(m: Member, p: Progress, final: dict, options: dict, say) -> None:
+    """The finished run's W&B run; a W&B error is said, not raised: the run folder is complete
+    and stays so (W&B is a copy of its curves)."""
+    from runs.wandb_runs import log_run
+
+    try:
+        where = log_run(m, p.host.arrays(), final, **options)
+    except Exception as err:  # wandb's own errors have no common base class
+        say(f"[{member_name(m)}] warning: W&B logging failed, the run folder is complete: {type(err).__name__}: {err}")
+        return
+    say(f"[{member_name(m)}] W&B run ({options.get('mode', 'offline')}) -> {where}")
 
 
 def run(config, out_dir: str, *, env=None, stop_after_chunks: int | None = None, preset: str = "",
@@ -185,6 +207,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     single.add_argument("--out", help="run folder")
     single.add_argument("--preset", default="cpu", choices=tuple(PRESETS))
     single.add_argument("--backend", default="builtin", choices=("builtin", "crax"))
+    single.add_argument("--level", type=int, default=1, help="the task's level (backend crax: 1-3 where CRAX has "
+                        "them; the run's task id is TASK@lLEVEL for level >= 2)")
     for field in BUDGET_FIELDS:
         single.add_argument("--" + field.replace("_", "-"), type=float if field == "total_steps" else int)
     single.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -197,6 +221,14 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="checkpoint and exit 75 after this many chunks (to rehearse a preemption)")
     parser.add_argument("--stop-at", type=float, default=None, metavar="UNIX_TIME",
                         help="checkpoint and exit 75 before this time (a job's time limit minus a margin)")
+    parser.add_argument("--no-tensorboard", action="store_true",
+                        help="write no TensorBoard event files (default: each run's curves, live, in its folder)")
+    parser.add_argument("--wandb", choices=("offline", "online"), default=None, metavar="MODE",
+                        help="log each finished run to W&B: offline (written to DIR/wandb/, upload later with "
+                             "`wandb sync`) or online; needs the [wandb] extra")
+    parser.add_argument("--wandb-project", default="saferl-eval", help="W&B project (default %(default)s)")
+    parser.add_argument("--wandb-group", default=None, help="W&B group (default: the runs' task and algorithm)")
+    parser.add_argument("--wandb-entity", default=None, help="W&B entity (default: W&B's own default)")
     parser.add_argument("--threads", type=int, default=None,
                         help="1: XLA runs single-threaded (for one job per core in a sweep); default: all cores")
     parser.add_argument("--cache-dir", default=None, help="persistent compilation cache "
@@ -228,7 +260,8 @@ def scalars_help(scalars: dict) -> str:
 def config_from_args(args: argparse.Namespace):
     from algos.config import make_config
 
-    overrides = dict(task=args.task, bound=args.bound, algo=args.algo, seed=args.seed, backend=args.backend)
+    overrides = dict(task=args.task, level=args.level, bound=args.bound, algo=args.algo, seed=args.seed,
+                     backend=args.backend)
     overrides.update({k: None if getattr(args, k) is None else int(getattr(args, k)) for k in BUDGET_FIELDS})
     return make_config(args.preset, overrides, args.set)
 
@@ -252,13 +285,13 @@ def write_run_folder(m: Member, p: Progress, final: dict, timing: dict, pack_siz
     algorithm = get_algorithm(config.algo)
     arrays = p.host.arrays()
     J = len(arrays["update"])
-    meta_run = (config.task, config.bound, config.algo, config.seed)
+    meta_run = (run_layout.task_id(config.task, config.level), config.bound, config.algo, config.seed)
     blocks = [episode_table.episode_rows(*meta_run, "train", np.arange(J), arrays["ret"], arrays["cost"],
                                          arrays["length"])]
     for phase, r in final.items():
         blocks.append(episode_table.episode_rows(*meta_run, phase, [max(J - 1, 0)], r["ret"][None],
                                                  r["cost"][None], r["length"][None]))
-    trace = trace_columns(arrays, config.unrolls_per_update * config.unroll_length, config.num_envs,
+    trace = trace_columns(arrays, config.rollout_steps, config.num_envs,
                           algorithm.has_multiplier, algorithm.state_columns)
     episodes = episode_table.episodes_table(blocks)
     trace = runfolder.trace_table(trace, algorithm.state_columns)
@@ -332,8 +365,18 @@ def members_from_args(args: argparse.Namespace) -> list:
     return members
 
 
+def wandb_options(args: argparse.Namespace, members) -> dict | None:
+    """runs.wandb_runs.log_run's options from the command line, or None when W&B is off."""
+    if args.wandb is None:
+        return None
+    first = members[0].config
+    return {"mode": args.wandb, "project": args.wandb_project, "entity": args.wandb_entity,
+            "group": args.wandb_group or f"{first.task}-{first.algo}"}
+
+
 def main(argv=None) -> int:
     from runs.checkpoint import CheckpointError
+    from runs.wandb_runs import WandbUnavailable
 
     args = parse_args(argv)
     if args.threads == 1:  # must happen before JAX starts its CPU backend
@@ -349,8 +392,8 @@ def main(argv=None) -> int:
     enable_compilation_cache(args.cache_dir)
     try:
         return run_pack(members, stop_after_chunks=args.stop_after_chunks, stop_at=args.stop_at,
-                        planned=args.pack_runs)
-    except CheckpointError as err:  # the message says what to do; no traceback needed
+                        planned=args.pack_runs, tensorboard=not args.no_tensorboard, wandb=wandb_options(args, members))
+    except (CheckpointError, WandbUnavailable) as err:  # the message says what to do; no traceback needed
         print(f"runs.train: {err}", file=sys.stderr)
         for m in members:
             record_failure(m.out, str(err))

@@ -121,8 +121,7 @@ def test_greedy_and_noisy_evaluation_differ_only_in_the_noise():
     from algos.config import hyper_of
 
     state = compiled.init(jnp.int32(3), hyper_of(cfg))
-    run = lambda scale: compiled.evaluate(state.params, state.normalizer, jnp.int32(3), jnp.float32(scale),
-                                          hyper_of(cfg))
+    run = lambda scale: compiled.evaluate(state, jnp.int32(3), jnp.float32(scale), hyper_of(cfg))
     greedy, obs_g = run(0.0)
     noisy, obs_n = run(1.0)
     again, _ = run(0.0)

@@ -35,8 +35,7 @@ def _products(cfg):
     programs, h = build_programs(cfg), hyper_of(cfg)
     state = jax.eval_shape(programs.init, jnp.int32(0), h)
     texts = (jax.jit(programs.chunk).lower(state, h, jnp.int32(2)).as_text(),
-             jax.jit(programs.evaluate).lower(state.params, state.normalizer, jnp.int32(0), jnp.float32(0.0),
-                                              h).as_text())
+             jax.jit(programs.evaluate).lower(state, jnp.int32(0), jnp.float32(0.0), h).as_text())
     return [re.search(r"precision = \[(\w+), (\w+)\]", line).groups()
             for text in texts for line in text.splitlines() if "stablehlo.dot_general" in line]
 

@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent("""
         h = stacked_hyper([cfg, cfg])
         state = compiled.init(jnp.asarray([0, 1], jnp.int32), h)
         state, log, summary = compiled.chunk(state, h, jnp.asarray([2, 2], jnp.int32))
-        pending, obs = compiled.evaluate(state.params, state.normalizer, jnp.asarray([5, 6], jnp.int32), jnp.float32(1.0), h)
+        pending, obs = compiled.evaluate(state, jnp.asarray([5, 6], jnp.int32), jnp.float32(1.0), h)
         return jax.tree_util.tree_leaves((state, log, summary, pending, obs))
 
     def fresh(cfg):
@@ -47,11 +47,15 @@ SCRIPT = textwrap.dedent("""
     cfg = config("ppo")
     same = all(np.array_equal(a, b, equal_nan=True) for a, b in zip(outputs(compiled, cfg), outputs(loaded, cfg)))
     print("bitwise", same and len(outputs(loaded, cfg)) > 10)
+    class Planted:  # what someone who can write the cache folder would leave there
+        def __reduce__(self):
+            return (open, (sys.argv[2], "w"))
+    import pickle, zlib
     with open(entries[0], "wb") as f:
-        f.write(b"not a program")
-    damaged = fresh(cfg)  # compiled again; JAX's own cache serves it, so it is not stored
-    print("damaged", damaged.source, os.path.getsize(entries[0]),
-          all(np.array_equal(a, b, equal_nan=True) for a, b in zip(outputs(compiled, cfg), outputs(damaged, cfg))))
+        f.write(zlib.compress(pickle.dumps(Planted())))
+    planted = fresh(cfg)  # refused unread, compiled for real and the entry rewritten
+    print("planted", planted.source, os.path.exists(sys.argv[2]), fresh(cfg).source,
+          all(np.array_equal(a, b, equal_nan=True) for a, b in zip(outputs(compiled, cfg), outputs(planted, cfg))))
     os.remove(entries[0])
     print("other shape", fresh(config("ppo", num_envs=8)).source,
           len(glob.glob(os.path.join(sys.argv[1], "programs", "*.pkl"))))
@@ -61,17 +65,22 @@ SCRIPT = textwrap.dedent("""
 @pytest.mark.slow
 def test_a_new_process_loads_what_another_compiled_and_computes_the_same_bits(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "cache")], cwd=REPO, env=env,
+    env[program_cache.KEY_ENV] = str(tmp_path / "key")
+    marker = tmp_path / "code-ran"
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "cache"), str(marker)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     assert "first compiled 1" in lines
     assert "second loaded True" in lines
     assert "bitwise True" in lines
-    # a damaged entry is compiled again; an executable JAX loaded from its own cache is not
-    # stored (XLA:CPU would store it without its kernels), and it runs
-    assert "damaged compiled 13 True" in lines
-    assert any(line.startswith("compiled-program cache: ignoring") for line in lines)
+    # a planted entry never runs: refused with one line naming it, compiled (for real, under
+    # new names: JAX's cache would serve an executable that cannot be stored) and rewritten,
+    # so the next process loads it again
+    assert "planted compiled False loaded True" in lines, lines
+    assert not marker.exists()
+    refusals = [line for line in lines if line.startswith("compiled-program cache: refusing")]
+    assert len(refusals) == 1 and str(tmp_path / "cache" / "programs") in refusals[0], lines
     assert "other shape compiled 1" in lines  # stored beside the removed one
 
 
@@ -141,3 +150,76 @@ def test_programs_with_custom_calls_are_not_stored_and_jobs_then_compile_side_by
     assert not program_cache.is_unstorable(path)
     program_cache.mark_unstorable(path)
     assert program_cache.is_unstorable(path) and not os.path.exists(path)
+
+
+class _Planted:
+    """A pickle that creates a file when it is unpickled (what a planted entry would do)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def _entry(tmp_path) -> str:
+    path = tmp_path / "programs" / ("0" * 32 + ".pkl")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+@pytest.mark.parametrize("layout", ["bare pickle", "this format, forged tag", "another user's key", "another entry's name"])
+def test_an_entry_this_user_did_not_write_is_refused_unread_with_one_line(tmp_path, monkeypatch, capsys, layout):
+    """Anyone who can write the cache folder could plant an entry; it is never unpickled: the
+    tag (HMAC-SHA256 under this user's key, over the entry's name and bytes) is checked first."""
+    import hashlib
+    import pickle
+    import zlib
+
+    monkeypatch.setenv(program_cache.KEY_ENV, str(tmp_path / "keys" / "mine"))
+    marker = tmp_path / "code-ran"
+    blob = zlib.compress(pickle.dumps(_Planted(marker)))
+    path = _entry(tmp_path)
+    if layout == "bare pickle":
+        data = blob
+    elif layout == "this format, forged tag":
+        data = program_cache.MAGIC + hashlib.sha256(blob).digest() + blob
+    elif layout == "another user's key":
+        other = program_cache.cache_key(str(tmp_path / "keys" / "theirs"))
+        data = program_cache.MAGIC + program_cache._tag(other, path, blob) + blob
+    else:  # signed with this key, but for another entry (other programs)
+        data = program_cache.MAGIC + program_cache._tag(program_cache.cache_key(), "1" * 32 + ".pkl", blob) + blob
+    with open(path, "wb") as f:
+        f.write(data)
+    assert program_cache.load(path) is None
+    assert not marker.exists()
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"compiled-program cache: refusing {path} ("), lines
+    assert lines[0].endswith("; compiling again")
+    # the same bytes, signed for this entry with this user's key, are unpickled (so the check is what stopped it)
+    with open(path, "wb") as f:
+        f.write(program_cache.MAGIC + program_cache._tag(program_cache.cache_key(), path, blob) + blob)
+    program_cache.load(path)
+    assert marker.exists()
+
+
+def test_the_key_is_made_private_on_first_use_and_refused_when_others_may_write_it(tmp_path):
+    path = tmp_path / "config" / "saferl-eval" / "program-cache.key"
+    key = program_cache.cache_key(str(path))
+    assert len(key) == program_cache.KEY_BYTES and program_cache.cache_key(str(path)) == key
+    assert (path.stat().st_mode & 0o777) == 0o600
+    path.chmod(0o620)
+    with pytest.raises(program_cache.UnusableKey, match=f"{path}: the program cache's key is writable by others"):
+        program_cache.cache_key(str(path))
+    path.chmod(0o600)
+    path.write_bytes(b"short")
+    with pytest.raises(program_cache.UnusableKey, match="is 5 bytes, not 32"):
+        program_cache.cache_key(str(path))
+
+
+def test_the_key_lives_in_the_users_config_folder_unless_named(monkeypatch, tmp_path):
+    monkeypatch.delenv(program_cache.KEY_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert program_cache.key_path() == str(tmp_path / "saferl-eval" / "program-cache.key")
+    monkeypatch.setenv(program_cache.KEY_ENV, "/shared/group.key")
+    assert program_cache.key_path() == "/shared/group.key"
