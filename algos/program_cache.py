@@ -13,6 +13,12 @@ were compiled or loaded. A missing, unreadable or foreign entry is compiled agai
 programs XLA compiled in this process are saved (jax_cache_hits), and none that hold custom
 calls (storable: the CRAX tasks' programs). Jobs that need the same programs at once compile
 them once (one_compiler).
+
+An entry is a pickle holding native code, so loading one runs whatever its writer put there.
+Each entry therefore carries an HMAC-SHA256 tag under a secret key of this user (cache_key),
+checked before anything in it is unpickled: an entry that this user's trainers did not write
+(planted in a shared folder, tampered with, damaged) is refused with one warning line, and
+the programs are compiled and the entry rewritten.
 """
 from __future__ import annotations
 
@@ -20,13 +26,19 @@ import contextlib
 import fcntl
 import functools
 import hashlib
+import hmac
 import os
+import secrets
+import stat
 import pickle
 import zlib
 from importlib import metadata
 
 SUBDIR = "programs"  # under the persistent compilation cache's folder
-FORMAT = 2  # bump when an entry's layout changes
+FORMAT = 3  # bump when an entry's layout changes
+MAGIC = b"saferl-programs 3\n"  # then the 32-byte tag, then the zlib-compressed pickle
+KEY_ENV = "SAFERL_PROGRAM_CACHE_KEY"  # the key file, where not the default (key_path)
+KEY_BYTES = 32
 
 
 def _platform() -> tuple:
@@ -130,28 +142,94 @@ def is_unstorable(path: str) -> bool:
     return os.path.exists(path + ".unstorable")
 
 
+def key_path() -> str:
+    """The file of this user's key: $SAFERL_PROGRAM_CACHE_KEY, else saferl-eval/program-cache.key
+    in the user's config folder ($XDG_CONFIG_HOME, else ~/.config)."""
+    if os.environ.get(KEY_ENV):
+        return os.environ[KEY_ENV]
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(config, "saferl-eval", "program-cache.key")
+
+
+class UnusableKey(OSError):
+    """The key file exists but cannot be trusted or read; the message names it and why."""
+
+
+def cache_key(path: str | None = None) -> bytes:
+    """This user's secret key, created (random, mode 0600) on first use. A key file that others
+    may write, or that is not KEY_BYTES long, is refused (UnusableKey): whoever can change the key
+    can sign entries."""
+    path = path or key_path()
+    try:
+        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass  # made earlier, or by a concurrent job: read it below
+    else:
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(KEY_BYTES))
+    try:
+        with open(path, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            key = f.read(KEY_BYTES + 1)
+    except OSError as err:
+        raise UnusableKey(f"{path}: cannot read the program cache's key: {err.strerror or err}") from None
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UnusableKey(f"{path}: the program cache's key is writable by others (chmod go-w it)")
+    if len(key) != KEY_BYTES:  # a concurrent job's key half-written is KEY_BYTES a moment later
+        raise UnusableKey(f"{path}: the program cache's key is {len(key)} bytes, not {KEY_BYTES} (delete it)")
+    return key
+
+
+def _tag(key: bytes, path: str, blob: bytes) -> bytes:
+    """The entry's tag: its file name is signed too, so a valid entry copied under another
+    entry's name (other programs) is refused."""
+    return hmac.new(key, os.path.basename(path).encode() + b"\0" + blob, hashlib.sha256).digest()
+
+
+def _verified_blob(path: str, data: bytes, key: bytes) -> bytes:
+    """The compressed pickle of an entry whose tag checks out; ValueError otherwise."""
+    head = len(MAGIC) + hashlib.sha256().digest_size
+    if not data.startswith(MAGIC) or len(data) < head:
+        raise ValueError("not an entry of this format")
+    tag, blob = data[len(MAGIC):head], data[head:]
+    if not hmac.compare_digest(tag, _tag(key, path, blob)):
+        raise ValueError(f"its signature does not match this user's key {key_path()}")
+    return blob
+
+
 def load(path: str):
-    """(init, chunk, evaluate, template) from an entry, or None when it is missing or unusable."""
+    """(init, chunk, evaluate, template) from an entry, or None when it is missing or unusable.
+    Nothing in an entry is unpickled before its tag is checked."""
     from jax.experimental.serialize_executable import deserialize_and_load
 
     try:
         with open(path, "rb") as f:
-            programs, template = pickle.loads(zlib.decompress(f.read()))
-        return (*(deserialize_and_load(*program) for program in programs), template)
+            data = f.read()
     except FileNotFoundError:
         return None
-    except Exception as err:  # a damaged or foreign entry: compile again (and store, if compiled for real)
-        print(f"compiled-program cache: ignoring {path} ({type(err).__name__}: {err})", flush=True)
+    try:
+        blob = _verified_blob(path, data, cache_key())
+        programs, template = pickle.loads(zlib.decompress(blob))
+        return (*(deserialize_and_load(*program) for program in programs), template)
+    except Exception as err:  # planted, tampered, damaged or foreign: compiled and stored again
+        print(f"compiled-program cache: refusing {path} ({type(err).__name__}: {err}); compiling again",
+              flush=True)
         return None
 
 
 def save(path: str, executables, template) -> None:
-    """Write an entry atomically (concurrent jobs may save the same programs; either copy wins)."""
+    """Write a signed entry atomically (concurrent jobs may save the same programs; either copy wins)."""
     from jax.experimental.serialize_executable import serialize
 
     from metrics.atomic import atomic_path
 
+    try:
+        key = cache_key()
+    except UnusableKey as err:
+        print(f"compiled-program cache: not storing {path} ({err})", flush=True)
+        return
     blob = pickle.dumps(([serialize(e) for e in executables], template), protocol=pickle.HIGHEST_PROTOCOL)
     blob = zlib.compress(blob, 1)  # 7x smaller (13 -> 2 MB for a push pack), 0.06 s
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        f.write(blob)
+        f.write(MAGIC + _tag(key, path, blob) + blob)
