@@ -7,6 +7,9 @@ from CSV exactly as written (`read_csv`).
   the name columns: numeric columns (a negative Dnorm) are never touched.
 - Markdown: a name is one table cell: what would end the cell or start markup or raw HTML is
   escaped with a backslash, line breaks become spaces.
+- Every format: a control character (an escape sequence that recolours or clears a terminal
+  showing the file, a NUL, a line break inside a CSV cell) is written as its visible escape,
+  \x1b, \n (`visible`); HTML escapes its specials as well (html.escape).
 """
 from __future__ import annotations
 
@@ -27,9 +30,21 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>|~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with each control character (C0, DEL, C1) written as its escape, \\x1b or \\n."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def csv_cell(value):
-    """A text value a spreadsheet reads as text: a leading formula character gets a single quote."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    """A text value a spreadsheet reads as text and a terminal shows as written: control
+    characters as escapes (`visible`), a leading formula character gets a single quote."""
+    if not isinstance(value, str):
+        return value
+    value = visible(value)
+    if value.startswith(_FORMULA_START):
         return "'" + value
     return value
 
@@ -37,7 +52,7 @@ def csv_cell(value):
 def csv_safe(df: pd.DataFrame, columns=NAME_COLUMNS) -> pd.DataFrame:
     """`df` with its text name columns passed through `csv_cell` (a copy when any changes)."""
     names = [c for c in columns if c in df.columns and not pd.api.types.is_numeric_dtype(df[c])]
-    risky = [c for c in names if df[c].map(lambda v: csv_cell(v) is not v).any()]
+    risky = [c for c in names if df[c].map(lambda v: csv_cell(v) != v).any()]
     if not risky:
         return df
     out = df.copy()
@@ -60,4 +75,4 @@ def read_csv(path, text_columns=TEXT_COLUMNS) -> pd.DataFrame:
 def markdown_cell(value) -> str:
     """A value as the text of one Markdown table cell: shown as written, never as markup."""
     text = " ".join(str(value).splitlines()) if isinstance(value, str) else str(value)
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text.replace("\0", ""))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", visible(text))

@@ -37,8 +37,8 @@ def rows(path):
 
 
 @pytest.mark.parametrize("value, written", [
-    ("=1+1", "'=1+1"), ("+cmd", "'+cmd"), ("-x", "'-x"), ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "'\tx"),
-    ("\rx", "'\rx"), ("ppo_lag", "ppo_lag"), ("a=b", "a=b"), ("", ""), (-0.5, -0.5),
+    ("=1+1", "'=1+1"), ("+cmd", "'+cmd"), ("-x", "'-x"), ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "\\tx"),
+    ("\rx", "\\rx"), ("\x1b[2Jx", "\\x1b[2Jx"), ("-\n", "'-\\n"), ("ppo_lag", "ppo_lag"), ("a=b", "a=b"), ("", ""), (-0.5, -0.5),
 ])
 def test_the_csv_rule_prefixes_a_quote_to_a_formula_start_only(value, written):
     assert csv_cell(value) == written
@@ -92,3 +92,41 @@ def test_the_report_escapes_html_in_names(tmp_path):
     page = report.render(config, str(tiers), str(tiers), str(tiers), [], str(tmp_path))
     assert "<script>" not in page and "<img" not in page and "<b>p</b>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;img src=x onerror=alert(2)&gt;" in page
+
+
+HOSTILE = ("a,b", 'say "hi"', "red\x1b[31m\x07", "two\nlines", "<b>bold</b>|x")
+SHOWN = ("a,b", 'say "hi"', "red\\x1b[31m\\x07", "two\\nlines", "<b>bold</b>|x")  # as a CSV reader gets them
+
+
+def test_control_characters_commas_quotes_and_html_in_names_are_written_visibly(tmp_path):
+    """A name with a terminal escape, a bell, a line break, a comma, quotes or HTML: the CSV
+    outputs hold one row per name, no control byte, and read back as the visible name."""
+    assert main(["evaluate", *sweep(tmp_path, algos=HOSTILE, tasks=("t\x00x",)), "--out", str(tmp_path / "out"),
+                 "--reps", "50"]) == 0
+    for name in ("iqm.csv", "tiers.csv", "conditions.csv"):
+        raw = (tmp_path / "out" / name).read_bytes()
+        assert not any(b < 0x20 and b != 0x0A or b == 0x7F for b in raw), name  # only the rows' own line ends
+        table = rows(tmp_path / "out" / name)
+        assert {r["algo"] for r in table} == set(SHOWN), name
+        assert raw.count(b"\n") == len(table) + 1  # a name's line break does not split its row
+        if "task" in table[0]:
+            assert {r["task"] for r in table} == {"t\\x00x"}
+
+
+def test_product_tables_escape_names_in_markdown_html_and_csv(tmp_path):
+    from workflow.products import tablefmt
+
+    table = tablefmt.Table(title="T", row_header=["Algorithm"], rows=[[n] for n in HOSTILE],
+                           columns=[("", "t\x1bx <i>")], cells=[["0.5"]] * len(HOSTILE), bold=[[False]] * len(HOSTILE),
+                           data=pd.DataFrame({"algo": list(HOSTILE), "iqm": [0.5] * len(HOSTILE)}))
+    md = tablefmt.to_markdown(table)
+    assert "\x1b" not in md and "\x07" not in md and "<b>" not in md and "<i>" not in md
+    body = [line for line in md.splitlines() if line.startswith("| ") and "0.5" in line]
+    assert len(body) == len(HOSTILE)  # the line break stays inside its row
+    assert all(line.replace("\\|", "").count("|") == 3 for line in body)  # two cells each: no bar splits one
+    assert r"| red\\x1b\[31m\\x07 | 0.5 |" in md
+    page = tablefmt.to_html(table)
+    assert "\x1b" not in page and "<b>bold" not in page and "&lt;b&gt;bold&lt;/b&gt;|x" in page
+    assert "red\\x1b[31m\\x07" in page and "t\\x1bx &lt;i&gt;" in page
+    tablefmt.save_table(table, tmp_path / "t.csv", tmp_path / "t.md", tmp_path / "t.tex")
+    assert [r["algo"] for r in rows(tmp_path / "t.csv")] == list(SHOWN)

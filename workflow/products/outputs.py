@@ -12,6 +12,7 @@ import pandas as pd
 
 from metrics.atomic import atomic_write as _atomic
 from metrics.atomic import write_text  # noqa: F401  (products write text through this module)
+from metrics.safe_text import csv_safe
 
 
 def save_figure(fig, paths, settings) -> None:
@@ -35,4 +36,5 @@ def save_figure(fig, paths, settings) -> None:
 
 
 def save_csv(df: pd.DataFrame, path) -> None:
-    _atomic(path, lambda tmp: df.to_csv(tmp, index=False))
+    """`df` as CSV, its name columns spreadsheet- and terminal-safe (metrics.safe_text.csv_safe)."""
+    _atomic(path, lambda tmp: csv_safe(df).to_csv(tmp, index=False))

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from metrics.safe_text import markdown_cell, visible
+
 from . import outputs
 
 
@@ -37,7 +39,8 @@ class Table:
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    """A computed cell (numbers, the bold marks around them): a bar would split it."""
+    return visible(text).replace("|", "\\|")
 
 
 def to_markdown(table: Table) -> str:
@@ -45,12 +48,12 @@ def to_markdown(table: Table) -> str:
         f"{group} {header}".strip() for group, header in table.columns
     ]
     lines = [f"**{table.title}**", ""]
-    lines.append("| " + " | ".join(_md_escape(h) for h in headers) + " |")
+    lines.append("| " + " | ".join(markdown_cell(h) for h in headers) + " |")  # names: never markup
     align = "---:" if table.numeric else ":---"
     lines.append("|" + "|".join([":---"] * len(table.row_header) + [align] * len(table.columns)) + "|")
     for labels, cells, bold in zip(table.rows, table.cells, table.bold):
         shown = [f"**{c}**" if b and c else c for c, b in zip(cells, bold)]
-        lines.append("| " + " | ".join(_md_escape(x) for x in list(labels) + shown) + " |")
+        lines.append("| " + " | ".join([markdown_cell(x) for x in labels] + [_md_escape(x) for x in shown]) + " |")
     lines += [""] + [f"{note}" for note in table.notes]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -98,7 +101,9 @@ def to_latex(table: Table) -> str:
 
 def to_html(table: Table) -> str:
     """A standalone HTML page (for `snakemake --report`, which shows it in a frame)."""
-    esc = html.escape
+    def esc(text: str) -> str:
+        return html.escape(visible(text))
+
     groups = column_groups(table)
     if any(group for group, _ in groups):
         head = ["<tr>" + "".join(f"<th rowspan='2'>{esc(h)}</th>" for h in table.row_header)]
@@ -116,7 +121,8 @@ def to_html(table: Table) -> str:
             "body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse}"
             "td,th{border:1px solid #bbb;padding:2px 6px;text-align:" + ("right" if table.numeric else "left")
             + "} th{background:#f3f3f3}"
-            "</style></head><body><h3>" + esc(table.title) + "</h3><table>" + "".join(head) + "".join(body)
+            "</style></head><body><h3>" + esc(table.title) + "</h3><table class='"
+            + ("numeric" if table.numeric else "text") + "'>" + "".join(head) + "".join(body)
             + "</table>" + notes + "</body></html>\n")
 
 
