@@ -80,6 +80,26 @@ def test_a_flip_that_keeps_size_and_mtime_is_found_by_verify_and_by_summarise(tm
     assert runfolder.incomplete_reason(run) == "run.json missing"  # so the next plan retrains it
 
 
+def test_two_episode_tables_of_equal_size_swapped_are_found_without_verify(tmp_path):
+    """Two runs' episode tables swapped, each given the mtime its folder's run.json recorded
+    (so neither size, row count nor mtime tells, and nothing is hashed): the footer's
+    statistics name another run, and the default check (planning, status) says so."""
+    runs = [complete_run(tmp_path / f"results/runs/circle/d25/ppo/seed{seed}", seed=seed) for seed in (0, 1)]
+    tables = [run / run_layout.EPISODES for run in runs]
+    assert tables[0].stat().st_size == tables[1].stat().st_size
+    recorded = [json.loads((run / run_layout.RUN_JSON).read_text())["files"][run_layout.EPISODES] for run in runs]
+    tables[0].rename(tmp_path / "swap")
+    tables[1].rename(tables[0])
+    (tmp_path / "swap").rename(tables[1])
+    for table, record in zip(tables, recorded):
+        os.utime(table, ns=(record["mtime_ns"], record["mtime_ns"]))
+    assert runfolder.incomplete_reason(runs[0]) == "episodes.parquet holds rows of another run (seed 1, not 0)"
+    assert runfolder.incomplete_reason(runs[1]) == "episodes.parquet holds rows of another run (seed 0, not 1)"
+    args = dict(workdir=tmp_path, run="circle/d25/ppo/seed0", slurm_jobs=None, host="h")
+    shown = status.run_status(**args)
+    assert shown.state == "missing" and "holds rows of another run (seed 1, not 0)" in shown.detail
+
+
 def test_status_verify_hashes_every_table(tmp_path):
     run = complete_run(tmp_path / "results/runs/circle/d25/ppo/seed0")
     flip_a_bit(run / run_layout.TRACE, keep_mtime=True)
