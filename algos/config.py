@@ -317,6 +317,10 @@ PRESETS: dict[str, Preset] = {
             batch_size=64, num_minibatches=4, num_epochs=2,  # 2 epochs: SGD was half an update's time
             policy_hidden=(32, 32), critic_hidden=(64, 64),
             chunk_updates=100,
+            # the off-policy core: CRAX's replay ratio (32 gradient steps of 1024 per 2048 env
+            # steps, 16 samples per env step) at 64 envs is 1 step of 1024; 256 keeps a run to a
+            # minute on one core (4 samples per env step)
+            replay_size=100_000, replay_batch_size=256, grad_updates_per_step=1, offpolicy_hidden=(64, 64),
         ),
         # shaping for goal and push; contact_model "mjx" is the tasks' default, named because
         # task options are part of a run's identity (spec.json): without it existing runs differ

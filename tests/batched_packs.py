@@ -10,6 +10,9 @@ full/ (the three runs in order), perm/ (in another order, so other slots), alone
 run alone, in its full pack's program size), killed/ (the full pack killed with SIGKILL after
 its first checkpoint, then resumed).
 
+With `sac`: SAC-Lag circle runs (the off-policy core, its replay buffers in the state) in
+full/, perm/, alone/ and killed/, as for the PPO runs.
+
 With `crax`: CRAX goal runs (the crax extra; the trainer's `paper` preset shrunk to 4 envs and
 T = 16, the shapes of tests/test_paper_path.py's sweep, so the two share compiled programs)
 in full/, perm/, alone/, and seq/ (the same runs as a sequential pack); no killed/.
@@ -37,8 +40,13 @@ CRAX_SETS = ["batch_size=4", "num_minibatches=2"]
 CRAX_RUNS = [(15.0, 0), (25.0, 0)]
 
 
+SAC_KW = dict(task="circle", algo="sac_lag", total_steps=4 * 96, num_envs=4, episode_length=32, eval_episodes=4)
+SAC_SETS = ["chunk_updates=24", "replay_size=256", "replay_batch_size=32", "offpolicy_hidden=16,16"]
+
+
 def members(base, runs, sets=(), mode="batched"):
-    return [Member(make_config("cpu", dict(KW, bound=b, seed=s), ["chunk_updates=4", f"pack_mode={mode}", *sets]),
+    kw, sets = (SAC_KW, [*SAC_SETS, *sets]) if os.environ.get("PACK_ALGO") == "sac" else (KW, ["chunk_updates=4", *sets])
+    return [Member(make_config("cpu", dict(kw, bound=b, seed=s), [f"pack_mode={mode}", *sets]),
                    os.path.join(base, f"d{b:g}-s{s}"), "cpu") for b, s in runs]
 
 
@@ -89,4 +97,6 @@ def main(out):
 
 
 if __name__ == "__main__":
+    if sys.argv[2:] == ["sac"]:
+        os.environ["PACK_ALGO"] = "sac"  # members() and the killed child trainer's specs read it
     sys.exit(crax_main(sys.argv[1]) if sys.argv[2:] == ["crax"] else main(sys.argv[1]))

@@ -40,9 +40,9 @@ def test_each_algorithm_scalar_is_a_config_field_a_runtime_value_and_a_set_key()
     for algo in registry.ALGORITHMS.values():
         for scalar, declared in algo.scalars.items():
             assert fields[scalar] == declared.default and scalar in HYPER_FIELDS
-    assert HYPER_FIELDS[:8] == ("bound", "learning_rate", "entropy_cost", "discount", "gae_lambda", "clip_eps",
-                                "reward_scaling", "algo_index")
-    assert len(HYPER_FIELDS) == 8 + sum(len(a.scalars) for a in registry.ALGORITHMS.values())
+    assert HYPER_FIELDS[:10] == ("bound", "learning_rate", "discount", "reward_scaling", "entropy_cost", "gae_lambda",
+                                 "clip_eps", "tau", "alpha_learning_rate", "algo_index")
+    assert len(HYPER_FIELDS) == 10 + sum(len(a.scalars) for a in registry.ALGORITHMS.values())
     assert make_config("cpu", {"algo": "p3o"}, ["kappa_max=7"]).kappa_max == 7.0
 
 
