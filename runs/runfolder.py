@@ -127,12 +127,12 @@ def _identity_problem(metadata, config: dict) -> str | None:
     another run's of the same size keeps its own mtime, size and row count, and is found here
     without hashing it. Statistics a writer left out prove nothing and are passed over."""
     names = metadata.schema.names
-    for column in IDENTITY_COLUMNS:
-        if column not in config or column not in names:
-            continue
-        want, index = config[column], names.index(column)
-        for group in range(metadata.num_row_groups):
-            stats = metadata.row_group(group).column(index).statistics
+    wanted = [(column, config[column], names.index(column)) for column in IDENTITY_COLUMNS
+              if column in config and column in names]
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for column, want, index in wanted:
+            stats = row_group.column(index).statistics
             if stats is None or not stats.has_min_max:
                 continue
             exact = (getattr(stats, "is_min_value_exact", True), getattr(stats, "is_max_value_exact", True))
