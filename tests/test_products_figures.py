@@ -250,3 +250,39 @@ def test_figures_are_byte_identical_when_rebuilt(sweep, cfg, tmp_path):
         build("figureA2_multipliers")({"traces": _runs(sweep, "trace.parquet", "goal")}, out, cfg, {})
         digests.append([hashlib.sha256(open(p, "rb").read()).hexdigest() for p in out])
     assert digests[0] == digests[1]
+
+
+def test_final_cost_boxes_show_the_bulk_and_count_the_outliers_cut_off():
+    """A few huge episode costs (500 against a bulk under 80) no longer set the y axis: it ends
+    above every whisker and error bar, and each box's outliers beyond it are counted at the top."""
+    rng = np.random.default_rng(0)
+    rows, stats = [], []
+    for algo, scale in (("ppo", 20.0), ("ppo_lag", 2.0)):
+        for phase in FINAL_PHASES:
+            for seed in range(3):
+                costs = rng.exponential(scale, 50)
+                if algo == "ppo" and seed == 0:
+                    costs[:3] = 500.0
+                rows += [{"task": "goal", "bound": 25.0, "algo": algo, "phase": phase, "seed": seed, "cost": c}
+                         for c in costs]
+    costs = pd.DataFrame(rows)
+    for (algo, phase), g in costs.groupby(["algo", "phase"]):
+        means = g.groupby("seed")["cost"].mean()
+        stats.append({"bound": 25.0, "algo": algo, "phase": phase, "C_mean": means.mean(), "C_std": means.std(),
+                      "V_mean": 0.1, "Dnorm_plus_mean": 0.2})
+    fig = fig_final.figure_final_costs(costs, pd.DataFrame(stats), task="goal")
+    ax = fig.axes[0]
+    top = ax.get_ylim()[1]
+    whisker_tops = []  # matplotlib's upper whisker: the largest cost within Q3 + 1.5 IQR
+    for _, g in costs.groupby(["algo", "phase"]):
+        q1, q3 = np.percentile(g.cost, [25, 75])
+        whisker_tops.append(g.cost[g.cost <= q3 + 1.5 * (q3 - q1)].max())
+    assert max(whisker_tops) <= top < 100  # the bulk fills the panel; 500 is off it
+    counted = [t.get_text() for t in ax.texts if t.get_gid() == "outliers"]
+    assert len(counted) == 2 and all(text.endswith("up to 500") for text in counted)
+    # the counts are every cost of the PPO boxes above the axis
+    want = sorted(int(((costs.algo == "ppo") & (costs.phase == p) & (costs.cost > top)).sum()) for p in FINAL_PHASES)
+    assert sorted(int(text.split()[0]) for text in counted) == want and min(want) >= 3
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

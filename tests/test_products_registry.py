@@ -106,7 +106,9 @@ def test_a_toy_figure_added_as_one_module_is_built_and_reported(tiny_sweep, tmp_
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (sweep / "results-tiny" / "figures" / "figure_toy.pdf").read_bytes()[:5] == b"%PDF-"
     report = (sweep / "results-tiny" / "report.html").read_text()
-    assert "results-tiny/figures/figure_toy.png" in report
+    # shown once, under its caption's title, the setting it ran with rendered, its PDF a link
+    assert report.count("alt='figure_toy.png'") == 1 and ">A toy figure</h3>" in report
+    assert "The final greedy IQM of Dnorm per algorithm" in report and "href='figures/figure_toy.pdf'" in report
     n_algos = pd.read_csv(sweep / "results-tiny" / "metrics" / "iqm.csv")["algo"].nunique()
     assert n_algos == 2  # the tiny preset's two algorithms, which the toy figure drew
 

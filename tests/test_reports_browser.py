@@ -99,12 +99,56 @@ def test_results_report_renders_every_figure_table_and_link(tiny_sweep, browser_
     page, errors = open_page(browser_page, report)
     n_images, n_tables = check_images_and_tables(page, "report.html")
     n_links = check_internal_links(page, report)
-    pngs = sorted((tiny_sweep / "results-tiny" / "figures").glob("*.png"))
-    pdfs = sorted((tiny_sweep / "results-tiny" / "figures").glob("*.pdf"))
-    assert n_images == len(pngs) > 0  # every figure of the sweep, embedded
-    assert n_tables >= 3 + len(list((tiny_sweep / "results-tiny" / "tables").glob("*.csv")))
-    assert n_links >= len(pdfs)  # each PDF is linked next to its PNG
+    results = tiny_sweep / "results-tiny"
+    pngs = sorted((results / "figures").glob("*.png"))
+    csvs = sorted((results / "tables").glob("*.csv"))
+    assert n_images == len(pngs) > 0  # every figure of the sweep, embedded once
+    # every table product rendered once, Tables 2, A.2 and A.3 as the one headline table
+    shown = page.evaluate("() => document.querySelectorAll('section.product table').length")
+    assert shown == len(csvs) - 3
+    assert page.evaluate("() => document.querySelectorAll('#table2 ~ .table-wrap table.headline').length") == 1
+    assert n_tables >= 1 + shown
+    # every other format of every product is a download link beside it
+    hrefs = set(page.evaluate(LINKS_JS))
+    others = [p for ext in ("pdf", "csv", "md", "tex") for p in results.glob(f"*/*.{ext}")
+              if p.parent.name in ("figures", "tables")]
+    assert others and {str(p.relative_to(results)) for p in others} <= hrefs
+    assert n_links >= len(others)
     assert errors == []
+    page.close()
+
+
+VIEWPORT = {"width": 1400, "height": 900}
+LAYOUT_JS = """() => ({
+    pageWidth: document.documentElement.scrollWidth, pageHeight: document.documentElement.scrollHeight,
+    clipped: Array.from(document.querySelectorAll('.table-wrap')).filter(w => w.scrollWidth > w.clientWidth + 1)
+        .map(w => w.previousElementSibling ? w.previousElementSibling.textContent.slice(0, 60) : '?'),
+    table2Bottom: document.querySelector('table.headline').getBoundingClientRect().bottom + window.scrollY,
+    figure2Top: document.querySelector('img[alt="figure2.png"]').getBoundingClientRect().top + window.scrollY,
+    text: document.body.innerText,
+    figures: Array.from(document.images).map(img => ({alt: img.alt, shown: img.getBoundingClientRect().width,
+        print: parseFloat(img.style.width)})),
+})"""
+
+
+def test_results_report_reads_top_to_bottom_at_1400_px(tiny_sweep, browser_page):
+    """Nothing wider than the page, Table 2 and Figure 2 within the first two screens, no NaN,
+    the algorithms by their labels, every figure at (nearly) its print size."""
+    report = tiny_sweep / "results-tiny" / "report.html"
+    page = browser_page.new_page(viewport=VIEWPORT)
+    page.goto(report.as_uri())
+    page.wait_for_load_state("load")
+    got = page.evaluate(LAYOUT_JS)
+    print(f"report.html at 1400 px: {got['pageHeight']} px tall")
+    assert got["pageWidth"] <= VIEWPORT["width"]
+    assert got["clipped"] == []  # no table needs scrolling inside its box either
+    assert got["table2Bottom"] <= 2 * VIEWPORT["height"]
+    assert got["figure2Top"] <= 2 * VIEWPORT["height"]
+    assert "NaN" not in got["text"] and "nan" not in got["text"].split()
+    assert "ppo_lag" not in got["text"] and "PPO-Lag" in got["text"]  # labels, not raw names
+    # shown at >= 90 % of print size (96 px per inch of figure): a 9 pt label reads as >= 8 pt
+    small = [f["alt"] for f in got["figures"] if not (f["print"] > 0 and f["shown"] >= 0.9 * f["print"])]
+    assert small == []
     page.close()
 
 

@@ -62,7 +62,8 @@ def test_tiny_sweep_makes_every_run_metric_table_figure_and_the_report(tiny_swee
     assert len(run_metrics.groupby(["task", "bound", "algo", "seed"])) == 8
     report = (tiny_sweep / "results-tiny" / "report.html").read_text()
     assert "preset <b>tiny</b>" in report
-    assert "<h2>Findings</h2>" in report and "(1) Final greedy tier at least the training tier" in report
+    assert "<h2 id='findings'>Findings</h2>" in report
+    assert "Deployment at least as safe as training (final greedy tier ≥ training tier): PPO-Lag" in report
     if product_rules():
         assert any((tiny_sweep / "results-tiny" / "figures").glob("*.png"))
         assert any((tiny_sweep / "results-tiny" / "tables").glob("*"))

@@ -113,13 +113,12 @@ def _schema_error_message(error: jsonschema.ValidationError) -> str:
 
 
 def schema() -> dict:
-    """The config schema with the registries' names as the allowed tasks, algos and trainer presets."""
-    import envs
+    """The config schema with the registries' names as the allowed algos and trainer presets
+    (tasks are checked by check_tasks: CRAX's names come from its registry)."""
     from algos.config import ALGOS, PRESETS
 
     out = _load_yaml(SCHEMA_FILE)
     props = out["properties"]
-    props["tasks"]["items"]["enum"] = list(envs.TASKS)
     props["algos"]["items"]["enum"] = list(ALGOS)
     props["train"]["properties"]["preset"]["enum"] = list(PRESETS)
     return out
@@ -160,13 +159,16 @@ def check_grid_values(cfg: Mapping) -> None:
     from algos.config import SEED_LIMIT
     from runs.run_layout import bound_label
 
-    for i, bound in enumerate(cfg["bounds"]):
-        if not math.isfinite(bound):
-            raise ConfigError(f"config key 'bounds[{i}]': {bound!r} must be finite")
-        try:  # the folder label's one rule (length, exact round trip), checked here, before any job
-            bound_label(bound)
-        except ValueError as err:
-            raise ConfigError(f"config key 'bounds[{i}]': {err}") from None
+    lists = cfg["bounds"].items() if isinstance(cfg["bounds"], Mapping) else [(None, cfg["bounds"])]
+    for group, bounds in lists:
+        for i, bound in enumerate(bounds):
+            key = f"bounds[{i}]" if group is None else f"bounds.{group}[{i}]"
+            if not math.isfinite(bound):
+                raise ConfigError(f"config key '{key}': {bound!r} must be finite")
+            try:  # the folder label's one rule (length, exact round trip), checked here, before any job
+                bound_label(bound)
+            except ValueError as err:
+                raise ConfigError(f"config key '{key}': {err}") from None
     seeds = cfg["seeds"]
     if isinstance(seeds, int) and seeds > SEED_LIMIT:
         raise ConfigError(f"config key 'seeds': {seeds} seeds would go past the trainer's largest seed "
@@ -178,10 +180,79 @@ def check_grid_values(cfg: Mapping) -> None:
     n_seeds = seeds if isinstance(seeds, int) else len(seeds)
     if cfg.get("adaptive"):  # the grid a sweep may grow to
         n_seeds = max(n_seeds, cfg["adaptive"]["max_seeds"])
-    n_runs = len(cfg["tasks"]) * len(cfg["bounds"]) * len(cfg["algos"]) * n_seeds
+    n_runs = sum(len(b) for b in task_bounds(cfg).values()) * len(cfg["algos"]) * n_seeds
     if n_runs > MAX_RUNS:
         raise ConfigError(f"config key 'seeds': {n_seeds:,} seeds give a grid of {n_runs:,} runs (tasks x bounds x "
                           f"algos x seeds); more than {MAX_RUNS:,} is refused as a likely typo")
+
+
+def check_tasks(cfg: Mapping) -> None:
+    """Every task id names a task the backend has at that level (runs.run_layout.task_id):
+    builtin, a task of envs.TASKS at level 1; crax, a built-in alias or any CRAX safe task at a
+    level CRAX has for it (envs.crax_registry.catalogue: CRAX's registry, read once per CRAX
+    version in a subprocess, so this process stays free of JAX). Refusals name the closest
+    valid names and the task's levels."""
+    import difflib
+
+    import envs
+    from runs.run_layout import parse_task_id
+
+    tasks = None
+    for i, text in enumerate(cfg["tasks"]):
+        key = f"config key 'tasks[{i}]'"
+        try:
+            name, level = parse_task_id(text)
+        except ValueError as err:
+            raise ConfigError(f"{key}: {err}", ("tasks", i)) from None
+        if cfg["backend"] == "builtin":
+            if name not in envs.TASKS:
+                close = difflib.get_close_matches(name, envs.TASKS, n=3, cutoff=0.5)
+                raise ConfigError(f"{key}: {text!r} is not a built-in task; "
+                                  + (f"closest: {', '.join(close)}; " if close else "")
+                                  + f"built-in tasks: {', '.join(envs.TASKS)} (backend: crax has CRAX's safe tasks)",
+                                  ("tasks", i))
+            if level not in envs.LEVELS:
+                raise ConfigError(f"{key}: {text!r}: the built-in tasks have level 1 only (backend: crax has "
+                                  "levels 1-3)", ("tasks", i))
+            continue
+        from envs import crax_registry
+
+        try:
+            tasks = tasks or crax_registry.catalogue()
+            crax_registry.check(name, level, tasks)
+        except (ValueError, ImportError) as err:
+            raise ConfigError(f"{key}: {err}", ("tasks", i)) from None
+
+
+def task_bounds(cfg: Mapping) -> dict[str, list[float]]:
+    """Each task id's bounds. `bounds` is one list for every task, or a mapping whose keys are
+    task ids, shell patterns over task ids (`safe_velocity_*`) or `default`: a task takes its
+    own key, else the longest pattern that matches it, else `default`."""
+    import fnmatch
+
+    bounds = cfg["bounds"]
+    if not isinstance(bounds, Mapping):
+        return {task: list(bounds) for task in cfg["tasks"]}
+    out = {}
+    for task in cfg["tasks"]:
+        matches = sorted((k for k in bounds if k != "default" and fnmatch.fnmatchcase(task, k)),
+                         key=lambda k: (k != task, -len(k)))
+        key = matches[0] if matches else "default" if "default" in bounds else None
+        if key is None:
+            raise ConfigError(f"config key 'bounds': no bounds for task {task!r}: give it its own key, a pattern "
+                              f"that matches it, or 'default' (keys: {', '.join(bounds)})", ("bounds",))
+        out[task] = list(bounds[key])
+    unused = [k for k in bounds if k != "default" and not any(fnmatch.fnmatchcase(t, k) for t in cfg["tasks"])]
+    if unused:
+        raise ConfigError(f"config key 'bounds.{unused[0]}': matches none of the tasks "
+                          f"{', '.join(cfg['tasks'])}", ("bounds", unused[0]))
+    return out
+
+
+def bounds_of(cfg: Mapping, task: str) -> list:
+    """A task's bounds in a resolved config (task_bounds); a config without them (built by hand)
+    gives every task `bounds`."""
+    return cfg.get("task_bounds", {}).get(task, cfg["bounds"])
 
 
 def check_adaptive(cfg: Mapping) -> dict:
@@ -203,8 +274,11 @@ def run_spec(cfg: Mapping, task: str, bound: float, algo: str, seed: int) -> dic
     from algos.config import BUDGET_FIELDS, make_config
     from runs.runfolder import spec_of
 
+    from runs.run_layout import parse_task_id
+
     train = cfg["train"]
-    overrides = dict(task=task, bound=float(bound), algo=algo, seed=int(seed), backend=cfg["backend"])
+    name, level = parse_task_id(task)
+    overrides = dict(task=name, level=level, bound=float(bound), algo=algo, seed=int(seed), backend=cfg["backend"])
     overrides.update({k: int(train[k]) for k in BUDGET_FIELDS if train.get(k) is not None})
     sets = [f"{key}={value}" for key, value in sorted(train.get("set", {}).items())]
     return spec_of(train["preset"], make_config(train["preset"], overrides, sets))
@@ -218,7 +292,7 @@ def _sweep_key(field: str, cfg: Mapping) -> str:
         return f"train.set.{field}"
     if field in BUDGET_FIELDS:
         return f"train.{field}"
-    return {"seed": "seeds", "bound": "bounds", "task": "tasks", "algo": "algos",
+    return {"seed": "seeds", "bound": "bounds", "task": "tasks", "level": "tasks", "algo": "algos",
             "backend": "backend"}.get(field, "train")
 
 
@@ -241,7 +315,7 @@ def run_specs(cfg: Mapping) -> dict[str, dict]:
                     raise ConfigError(f"config key 'train.set.{key}': the trainer refuses it for task {task}: "
                                       f"{err}") from None
         for algo in cfg["algos"]:
-            for bound in cfg["bounds"]:
+            for bound in cfg["task_bounds"][task]:
                 for seed in cfg["seeds"]:
                     try:
                         specs[run_id(task, bound, algo, seed)] = run_spec(cfg, task, bound, algo, seed)
@@ -261,8 +335,12 @@ def validate(cfg: Mapping) -> dict:
             allowed = errors[0].schema.get("properties", {})
             key += tuple(sorted(k for k in errors[0].instance if k not in allowed))[:1]
         raise ConfigError(_schema_error_message(errors[0]), key)
+    check_tasks(cfg)
     check_grid_values(cfg)
     out = copy.deepcopy(dict(cfg))
+    out["task_bounds"] = task_bounds(cfg)
+    # every bound of the sweep, for what lists them all (the run grid takes task_bounds)
+    out["bounds"] = sorted({b for bounds in out["task_bounds"].values() for b in bounds})
     out["thresholds"] = check_thresholds(cfg["thresholds"])
     seeds = cfg["seeds"]
     out["seeds"] = list(range(seeds)) if isinstance(seeds, int) else sorted(seeds)

@@ -65,6 +65,26 @@ def annotation(v: float, dnorm_plus: float) -> str:
     return f"V {_percent(v)} %, D+ {dnorm_plus:.3f}" if np.isfinite(dnorm_plus) else f"V {_percent(v)} %, D+ -"
 
 
+def _mark_outliers_above(ax, fliers: dict, top: float) -> float:
+    """The y limit for the bulk of the data: `top`, or the highest outlier when none lies far
+    above it. Outliers a limit of `top` cuts off are marked at the panel's top edge, an arrow
+    with their count (text gid "outliers"), so a few huge episode costs no longer flatten
+    every box to a line at 0."""
+    highest = max((float(np.max(v)) for v in fliers.values() if len(v)), default=0.0)
+    if highest <= 1.25 * top:
+        return max(top, highest * 1.02)
+    for pos, values in fliers.items():
+        above = np.asarray(values)[np.asarray(values) > top]
+        if above.size:
+            # inside the panel, just under its top edge: the V / D+ note sits above the edge
+            ax.annotate("", (pos, 0.985), xycoords=("data", "axes fraction"), xytext=(pos, 0.93),
+                        textcoords=("data", "axes fraction"), arrowprops=dict(arrowstyle="-|>", color="black", lw=1.0))
+            ax.annotate(f"{above.size} up to {above.max():.3g}", (pos, 0.96), xycoords=("data", "axes fraction"),
+                        xytext=(4, 0), textcoords="offset points", ha="left", va="center", fontsize=6.5,
+                        gid="outliers")
+    return top
+
+
 def _tallest_points(fig, texts) -> float:
     """Height in points of the tallest of `texts` as drawn (a rotated label's length)."""
     renderer = fig.canvas.get_renderer()
@@ -75,7 +95,8 @@ def figure_final_costs(costs: pd.DataFrame, stats: pd.DataFrame, *, task: str):
     """Figures A.7 onwards: one panel per bound; per algorithm the final episode costs with
     noise (hatched, open) beside greedy (filled).
 
-    Each box is the distribution of all seeds' final episode costs (whiskers 1.5 IQR); the
+    Each box is the distribution of all seeds' final episode costs (whiskers 1.5 IQR, outliers
+    as dots; the y axis shows the bulk, and outliers far above it are counted at its top); the
     marker on it is the mean over seeds of each seed's mean cost C with a 1-sigma error bar
     (the sample std over seeds); above each box, V in percent and Dnorm+ (means over seeds).
     `stats`: the engine's per-condition statistics (condition_stats.parquet) for this task,
@@ -96,7 +117,7 @@ def figure_final_costs(costs: pd.DataFrame, stats: pd.DataFrame, *, task: str):
     notes = []  # the rotated V / D+ texts above the boxes, which the panel titles must clear
     for ax, bound in zip(axes[0], bounds):
         here = costs[costs["bound"] == bound]
-        top = max(float(here["cost"].max()), bound)
+        top, fliers = bound, {}  # the axis shows the bulk: whiskers, error bars, the bound
         for i, algo in enumerate(algos):
             style = algo_style(algo, algos)
             for j, phase in enumerate(FINAL_PHASES):
@@ -110,6 +131,8 @@ def figure_final_costs(costs: pd.DataFrame, stats: pd.DataFrame, *, task: str):
                                                  markeredgecolor=style.color, alpha=0.6),
                                  medianprops=dict(color=style.color if not greedy else "white", linewidth=1.0),
                                  whiskerprops=dict(color=style.color), capprops=dict(color=style.color))
+                top = max(top, float(np.max(box["whiskers"][1].get_ydata())))
+                fliers[pos] = box["fliers"][0].get_ydata()
                 patch = box["boxes"][0]
                 patch.set_edgecolor(style.color)
                 patch.set_facecolor(style.color if greedy else "white")
@@ -132,7 +155,7 @@ def figure_final_costs(costs: pd.DataFrame, stats: pd.DataFrame, *, task: str):
         ax.axhline(bound, color=BOUND_COLOR, linestyle="--", linewidth=1.0)
         ax.set_xticks(range(len(algos)), [algo_label(a) for a in algos], rotation=30, ha="right")
         ax.set_xlim(-0.6, len(algos) - 0.4)
-        ax.set_ylim(bottom=0, top=top * 1.05)
+        ax.set_ylim(bottom=0, top=_mark_outliers_above(ax, fliers, top * 1.08))
         ax.grid(axis="x", visible=False)
     pad = _tallest_points(fig, notes) + 4
     for ax, bound in zip(axes[0], bounds):
@@ -142,8 +165,10 @@ def figure_final_costs(costs: pd.DataFrame, stats: pd.DataFrame, *, task: str):
                Patch(facecolor="#777777", edgecolor="black", alpha=0.45, label="greedy"),
                Line2D([], [], color="black", marker="o", linestyle="-", markersize=4,
                       label="mean over seeds ± 1 std"),
-               Line2D([], [], color=BOUND_COLOR, linestyle="--", label="bound d")]
-    fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False,
+               Line2D([], [], color=BOUND_COLOR, linestyle="--", label="bound d"),
+               Line2D([], [], color="black", marker="^", linestyle="", markersize=5,
+                      label="outliers above the axis: count, highest")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False,
                title="boxes: all seeds' final episode costs\nabove each box: violation rate V and "
                      "D+ = Dnorm+ (means over seeds)")
     fig.suptitle(f"{task_label(task)}: final episode costs, exploration noise vs greedy")

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 from matplotlib import patheffects
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from metrics.schema import PHASES
 from metrics.thresholds import N_TIERS, tier_of
@@ -69,7 +70,9 @@ def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, threshold
     norm = BoundaryNorm(np.arange(-0.5, N_TIERS + 0.5), N_TIERS)
     n_cols = 1 + len(keys)
     row_height = max(0.45 * len(algos), 1.4)  # room for a two-line phase label even with few algorithms
-    fig, axes = plt.subplots(len(phases), n_cols, figsize=(2.1 * n_cols + 1.0, row_height * len(phases) + 2.0),
+    # 1.55 in per panel: seven panels fit a page (and the report's column) at print size, so
+    # the text reads at the configured font size rather than scaled down
+    fig, axes = plt.subplots(len(phases), n_cols, figsize=(1.55 * n_cols + 1.0, row_height * len(phases) + 2.2),
                              squeeze=False, sharey=True)
     y = np.arange(len(algos))
     for r, phase in enumerate(phases):
@@ -81,13 +84,14 @@ def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, threshold
             ax.barh(y, width, left=left, color=TIER_COLORS[k], edgecolor="#444444", linewidth=0.4, height=0.7)
             left += width
         ax.set_xlim(0, 1)
+        ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
         ax.set_yticks(y, [algo_label(a) for a in algos])
         if r == 0:
             ax.invert_yaxis()  # first algorithm on top; the y axis is shared, so once is enough
         ax.set_ylabel(PHASE_LABELS[phase].replace(", ", ",\n").replace(" (", "\n("))
         ax.grid(False)
         if r == len(phases) - 1:
-            ax.set_xlabel("share of bootstrap\nreplicates (fraction)")
+            ax.set_xlabel("share of bootstrap\nreplicates")
         if r == 0:
             ax.set_title("tier distribution")
         for c, key in enumerate(keys, start=1):
@@ -103,14 +107,16 @@ def figure_tier_sensitivity(shares: pd.DataFrame, sweep: pd.DataFrame, threshold
             ax.axvline(float(thresholds[tier][metric]), color="white", linestyle="--", linewidth=1.2,
                        path_effects=[patheffects.withStroke(linewidth=2.6, foreground="black")])
             ax.set_xlim(xs[0] - 0.03 * (xs[-1] - xs[0]), xs[-1])  # a margin so a line at the range's start shows
+            ax.xaxis.set_major_locator(MaxNLocator(3))  # three ticks keep a narrow panel's labels apart
             ax.grid(False)
             if r == 0:
-                ax.set_title(f"{tier}: {METRIC_LABELS[metric]} \u2264 x", fontsize=plt.rcParams["font.size"])
+                ax.set_title(f"{tier}:\nIQM({METRIC_LABELS[metric]}) \u2264 x", fontsize=plt.rcParams["font.size"])
             if r == len(phases) - 1:
-                ax.set_xlabel(f"threshold x on IQM({METRIC_LABELS[metric]})")
+                ax.set_xlabel("threshold x")
     handles = [Patch(facecolor=TIER_COLORS[k], edgecolor="#444444", label=f"{k} {TIER_LABELS[k]}") for k in range(N_TIERS)]
     handles.append(plt.Line2D([], [], color="white", linestyle="--", linewidth=1.2, label="configured threshold",
                               path_effects=[patheffects.withStroke(linewidth=2.6, foreground="black")]))
-    fig.legend(handles=handles, loc="outside lower center", ncols=N_TIERS + 1, frameon=False, title="tier")
+    fig.legend(handles=handles, loc="outside lower center", ncols=N_TIERS + 1, frameon=False, title="tier",
+               columnspacing=1.0, handlelength=1.5)
     fig.suptitle("Tier sensitivity: bootstrap tier distribution, and the tier as one threshold moves")
     return fig

@@ -1,6 +1,6 @@
 # The sweep's report: one self-contained HTML page with the paper's findings checked on the
-# sweep (metrics.findings), the configuration, the tiers, the IQM table and every table and
-# figure other rule files export in PRODUCT_TARGETS. Runs in the controller.
+# sweep (metrics.findings), Table 2, Figures 1 and 2, then every other table and figure other
+# rule files export in PRODUCT_TARGETS, each once (workflow/report.py). Runs in the controller.
 
 
 rule report:
@@ -17,6 +17,7 @@ rule report:
     params:
         config=CFG,
         baseline=PRODUCT_SETTINGS["baseline"],
+        settings=PRODUCT_SETTINGS,  # the captions and Table 2 read them
     log:
         f"{LOGS_DIR}/report.log",
     script:

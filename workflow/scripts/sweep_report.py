@@ -15,5 +15,6 @@ with scriptlog.to_log(smk):
                      load_thresholds(smk.input.thresholds), unconstrained=[smk.params.baseline],
                      reps=config["bootstrap"]["reps"], seed=config["bootstrap"]["seed"])
     write_report(smk.output[0], config=config, iqm=smk.input.iqm, tiers=smk.input.tiers,
-                 conditions=smk.input.conditions, products=list(smk.input.products), findings=found)
+                 conditions=smk.input.conditions, products=list(smk.input.products), findings=found,
+                 settings=smk.params.settings)
     print(f"wrote {smk.output[0]}: {len(list(smk.input.products))} tables and figures")
