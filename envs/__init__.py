@@ -74,13 +74,17 @@ def _builtin_task(task: str, **task_kwargs):
 
 
 def make(task: str, backend: str = "builtin", level: int = 1, episode_length: int = DEFAULT_EPISODE_LENGTH, **task_kwargs):
-    """Build a task (an `Env`). task in TASKS, backend in BACKENDS, level 1 only; options per docs/envs.md."""
-    if task not in TASKS:
-        raise ValueError(f"envs.make: unknown task {task!r}; known tasks: {', '.join(TASKS)}")
+    """Build a task (an `Env`); options per docs/envs.md. backend "builtin": a task of TASKS at
+    level 1 (LEVELS). backend "crax": a task of TASKS (its CRAX counterpart) or any CRAX safe task
+    by CRAX's name, at any level CRAX has for it (envs.crax_registry; refused with the choices)."""
     if backend not in BACKENDS:
         raise ValueError(f"envs.make: unknown backend {backend!r}; known backends: {', '.join(BACKENDS)}")
-    if level not in LEVELS:
-        raise ValueError(f"envs.make: level {level!r} is not available; only level 1 is implemented")
+    if backend == "builtin" and task not in TASKS:
+        raise ValueError(f"envs.make: unknown task {task!r}; known tasks: {', '.join(TASKS)} "
+                         "(backend='crax' also has CRAX's safe tasks by CRAX's name)")
+    if backend == "builtin" and level not in LEVELS:
+        raise ValueError(f"envs.make: level {level!r} is not available for the built-in tasks; only level 1 "
+                         "(backend='crax' has levels 1-3)")
     if not isinstance(episode_length, int) or isinstance(episode_length, bool) or episode_length < 1:
         raise ValueError(f"envs.make: episode_length must be a positive int, got {episode_length!r}")
     if backend == "crax":

@@ -54,7 +54,7 @@ class Env:
 
     @property
     def action_size(self) -> int:
-        return 2
+        return getattr(self.task, "action_size", 2)  # the built-in point robot's 2; a CRAX task gives its own
 
     def reset(self, key) -> EnvState:
         episode_key, next_key = jax.random.split(key)

@@ -20,7 +20,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-import envs
 from envs.base import Env
 
 
@@ -37,6 +36,7 @@ class CraxTask:
     level: int
     options: tuple
     observation_size: int
+    action_size: int
     crax_env: Any = dataclasses.field(compare=False, hash=False, repr=False)
 
     def init(self, key):
@@ -55,24 +55,31 @@ class CraxTask:
 
 
 def make_crax(task: str, level: int = 1, episode_length: int = 2000, **task_kwargs) -> Env:
+    """Any CRAX safe task at any level it has (envs.crax_registry); `task` is a built-in alias
+    (goal) or CRAX's name (safe_velocity_hopper). The sizes come from the environment itself."""
     try:
-        from crax.envs import get_environment
+        from crax.envs import difficulty, get_environment
     except ImportError as err:
         raise ImportError(
             "envs.make(backend='crax') needs the optional crax extra (PyPI crax-bench): "
             "pip install -e '.[crax]'  (" + str(err) + ")"
         ) from err
-    crax_name = envs.TASK_TABLE[task].crax_name
-    if crax_name is None:
-        raise ValueError(f"envs.make({task!r}, backend='crax'): this task has no CRAX counterpart")
-    crax_env = get_environment(crax_name, level=level, **task_kwargs)
-    # the built-in task mirrors CRAX's observation layout, so it gives the size without a CRAX reset
-    observation_size = {f.name: f.default for f in dataclasses.fields(envs.task_class(task))}["observation_size"]
+    from envs import crax_registry
+
+    try:
+        crax_name = crax_registry.check(task, level, crax_registry.scan())
+    except ValueError as err:
+        raise ValueError(f"envs.make({task!r}, backend='crax', level={level!r}): {err}") from None
+    # a task without a difficulty entry has only CRAX's defaults (level 1): no level to apply
+    crax_level = level if difficulty.supports_difficulty(crax_name) else None
+    crax_env = get_environment(crax_name, level=crax_level, **task_kwargs)
+    reset_shape = jax.eval_shape(crax_env.reset, jax.ShapeDtypeStruct((2,), jnp.uint32))
     wrapped = CraxTask(
         name=task,
         level=level,
         options=tuple(sorted(task_kwargs.items())),
-        observation_size=observation_size,
+        observation_size=int(reset_shape.obs.shape[-1]),
+        action_size=int(crax_env.action_size),
         crax_env=crax_env,
     )
     return Env(task=wrapped, episode_length=episode_length, name=task, backend="crax")

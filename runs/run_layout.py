@@ -1,7 +1,7 @@
 """The run folder's layout: where a sweep's runs live and what their files are called.
 
-A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` (the default sweep's; every
-sweep has its own results folder, workflow.sweep: `results-tiny/runs/...` for `tiny`) holds
+A run folder `results/runs/{task}/d{bound}/{algo}/seed{seed}/` ({task}: the task id, task_id;
+the default sweep's; every sweep has its own results folder, workflow.sweep: `results-tiny/runs/...` for `tiny`) holds
 - `episodes.parquet`, `trace.parquet`: written by the trainer, each atomically;
 - `spec.json`: the run spec, what to train (trainer preset name and the resolved config),
   written by the workflow before the run is trained and read by the trainer;
@@ -44,8 +44,30 @@ JOB_MARKER = "job.json"
 FAILURE_RECORD = "failure.json"
 VERIFIED = "verified.json"
 # What the path pieces may look like (Snakemake wildcard constraints use the same patterns).
-WILDCARD_PATTERNS = {"task": r"[a-z][a-z0-9_]*", "bound": r"[0-9]+(\.[0-9]+)?",
+# A task id is the task's name at level 1 and NAME@lL at level L >= 2 (task_id).
+WILDCARD_PATTERNS = {"task": r"[a-z][a-z0-9_]*(@l([2-9]|[1-9][0-9]+))?", "bound": r"[0-9]+(\.[0-9]+)?",
                      "algo": r"[a-z][a-z0-9_]*", "seed": r"[0-9]+"}
+
+
+LEVEL_MARK = "@l"
+
+
+def task_id(name: str, level: int = 1) -> str:
+    """What names a run's task in its folder, tables and labels: `name` at level 1 (so level-1
+    runs keep their names), `name@lL` at level L >= 2, so runs of two levels never mix."""
+    if not isinstance(level, int) or isinstance(level, bool) or level < 1:
+        raise ValueError(f"task {name!r}: level must be an int >= 1, got {level!r}")
+    return name if level == 1 else f"{name}{LEVEL_MARK}{level}"
+
+
+def parse_task_id(text: str) -> tuple[str, int]:
+    """(name, level) of a task id (the inverse of task_id); ValueError if it is not one."""
+    text = str(text)
+    if not re.fullmatch(WILDCARD_PATTERNS["task"], text):
+        raise ValueError(f"{text!r} is not a task id: a task name (lower case, digits, _) optionally followed by "
+                         f"{LEVEL_MARK}L for a level L >= 2, e.g. safe_goal_point{LEVEL_MARK}2")
+    name, _, level = text.partition(LEVEL_MARK)
+    return name, int(level) if level else 1
 
 
 MAX_BOUND_LABEL = 32  # characters: bounds 1e-30 .. 1e31 fit; a 301-digit folder name does not
@@ -76,6 +98,11 @@ def run_id(task: str, bound: str | float, algo: str, seed: int | str) -> str:
     """`task/d<bound label>/algo/seed<seed>`; a float bound is turned into its label."""
     label = bound if isinstance(bound, str) else bound_label(bound)
     return f"{task}/d{label}/{algo}/seed{seed}"
+
+
+def config_run_id(config) -> str:
+    """The run id of a trainer config (anything with task, level, bound, algo, seed)."""
+    return run_id(task_id(config.task, config.level), config.bound, config.algo, config.seed)
 
 
 def run_dir(root: str | os.PathLike, task: str, bound: str | float, algo: str, seed: int | str,

@@ -65,6 +65,7 @@ def pending_reason(folder: str | os.PathLike, spec: dict, verify: bool = False) 
 def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
     """Every pack of the grid, each with its pending members."""
     from workflow import adaptive, sweep
+    from workflow.config_validation import bounds_of
 
     runs_root = sweep.runs_root(cfg)
     size = int(cfg["train"].get("pack_size", 1))
@@ -73,8 +74,9 @@ def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
     for task in cfg["tasks"]:
         for algo in cfg["algos"]:
             for rnd, seeds in enumerate(seed_rounds):
-                runs = [run_layout.run_id(task, b, algo, s) for b in cfg["bounds"] for s in seeds]
-                prefix = f"{task}_{algo}_r{rnd}" if adaptive.enabled(cfg) else f"{task}_{algo}"
+                runs = [run_layout.run_id(task, b, algo, s) for b in bounds_of(cfg, task) for s in seeds]
+                name = task.replace(run_layout.LEVEL_MARK, "_l")  # a rule name: no '@'
+                prefix = f"{name}_{algo}_r{rnd}" if adaptive.enabled(cfg) else f"{name}_{algo}"
                 for k in range(0, len(runs), size):
                     members = tuple(runs[k:k + size])
                     pending = tuple(r for r in members

@@ -64,7 +64,9 @@ def run_keys(cfg: dict, workdir: Path | str = ".") -> list[tuple]:
     from workflow import adaptive
 
     seeds = adaptive.requested_seeds(cfg, workdir)
-    return [(t, b, a, s) for t in cfg["tasks"] for b in cfg["bounds"] for a in cfg["algos"] for s in seeds[a]]
+    from workflow.config_validation import bounds_of
+
+    return [(t, b, a, s) for t in cfg["tasks"] for b in bounds_of(cfg, t) for a in cfg["algos"] for s in seeds[a]]
 
 
 def run_ids(cfg: dict) -> list[str]:

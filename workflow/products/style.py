@@ -130,9 +130,11 @@ def algo_label(algo: str) -> str:
 
 
 def task_label(task: str) -> str:
-    """`safe_circle_point` or `circle` -> `Circle`."""
-    name = task.removeprefix("safe_").removesuffix("_point")
-    return name.replace("_", " ").capitalize()
+    """`safe_circle_point` or `circle` -> `Circle`; a task id with a level (runs.run_layout.task_id)
+    keeps it: `safe_goal_point@l2` -> `Goal L2`."""
+    name, _, level = str(task).partition("@l")
+    name = name.removeprefix("safe_").removesuffix("_point").replace("_", " ").capitalize()
+    return f"{name} L{level}" if level else name
 
 
 def format_bound(bound: float) -> str:

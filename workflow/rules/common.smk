@@ -3,7 +3,8 @@
 #
 # Names the other files of workflow/rules/ may use:
 #   CFG                  the validated config (workflow/config_validation.py), seeds as a list
-#   TASKS, BOUNDS, ALGOS, SEEDS   the grid; BOUNDS are the path labels (25, 12.5)
+#   TASKS, BOUNDS, ALGOS, SEEDS   the grid; TASKS are task ids (goal, safe_goal_point@l2),
+#                        BOUNDS every bound's path label (25, 12.5), TASK_BOUNDS each task's
 #   RESULTS_DIR          the sweep's own folder (workflow.sweep): results/ for the default
 #                        preset, results-<preset>/ for the others, or config `results_dir`
 #   RUNS_ROOT, RUN_DIR   RESULTS_DIR/runs, RUNS_ROOT/{task}/d{bound}/{algo}/seed{seed}
@@ -30,7 +31,7 @@ from metrics.aggregate import META_FILE, OUTPUT_FILES
 from metrics.tiers import TIER_FILES as _TIER_FILE_NAMES
 from metrics.thresholds import thresholds_notice
 from workflow import adaptive, clock, jobenv, joblog, packs, sweep
-from workflow.config_validation import ConfigError, resolve_snakemake
+from workflow.config_validation import ConfigError, bounds_of, resolve_snakemake
 from workflow.products import registry as product_registry
 
 try:  # each config file read again strictly; an error names the file or option that set the key
@@ -81,8 +82,9 @@ AGGREGATE_FILES["aggregate"] = f"{METRICS_DIR}/{META_FILE}"
 THRESHOLDS_FILE = f"{METRICS_DIR}/thresholds.yaml"
 TIER_FILES = {name: f"{METRICS_DIR}/{filename}" for name, filename in _TIER_FILE_NAMES.items()}
 
+TASK_BOUNDS = {t: [bound_label(b) for b in bounds_of(CFG, t)] for t in TASKS}  # a preset may give bounds per task
 RUN_IDS = [dict(task=t, bound=b, algo=a, seed=s)
-           for t, b, a, s in itertools.product(TASKS, BOUNDS, ALGOS, SEEDS)]
+           for t in TASKS for b, a, s in itertools.product(TASK_BOUNDS[t], ALGOS, SEEDS)]
 
 # Which runs train together and which still need training: decided here, from the run
 # folders, before the DAG is built; planning only reads (train.smk's jobs write the specs).
@@ -107,7 +109,7 @@ def run_of(wildcards):
 def run_ids_of(seeds_by_algo):
     """The runs of the grid with each algorithm's own seeds."""
     return [dict(task=t, bound=b, algo=a, seed=s)
-            for t, b, a in itertools.product(TASKS, BOUNDS, ALGOS) for s in seeds_by_algo[a]]
+            for t in TASKS for b, a in itertools.product(TASK_BOUNDS[t], ALGOS) for s in seeds_by_algo[a]]
 
 
 LAST_ROUND = len(adaptive.rounds(CFG)) - 1  # 0 unless the sweep is adaptive
