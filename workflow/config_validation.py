@@ -347,8 +347,19 @@ def validate(cfg: Mapping) -> dict:
     if cfg.get("adaptive"):
         out["adaptive"] = check_adaptive(cfg)
         out["seeds"] = list(range(out["adaptive"]["max_seeds"]))  # every seed a round may add
+    check_curves(cfg)
     out["specs"] = run_specs(out)
     return out
+
+
+def check_curves(cfg: Mapping) -> None:
+    """W&B asked for (`curves.wandb.enabled`) needs wandb installed: said before any job starts
+    (found without importing it)."""
+    import importlib.util
+
+    if ((cfg.get("curves") or {}).get("wandb") or {}).get("enabled") and importlib.util.find_spec("wandb") is None:
+        raise ConfigError("config key 'curves.wandb.enabled': true, but wandb is not installed: "
+                          'pip install -e ".[wandb]"', ("curves", "wandb", "enabled"))
 
 
 # What the engine defines and the sweep uses as it is unless a config says otherwise: the tier

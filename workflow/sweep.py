@@ -68,6 +68,22 @@ def training_hash(cfg: Mapping) -> str:
     return hashlib.sha256(json.dumps(training_config(cfg), sort_keys=True).encode()).hexdigest()[:8]
 
 
+def curve_flags(cfg: Mapping) -> list[str]:
+    """The training job's flags for the config's `curves` (runs.train: --no-tensorboard, --wandb
+    ...): no part of a run's identity, so they change no run and retrain none. W&B's group is
+    named by the sweep (preset and training config hash) unless the config names one."""
+    curves = dict(cfg.get("curves") or {})
+    flags = [] if curves.get("tensorboard", True) else ["--no-tensorboard"]
+    wandb = dict(curves.get("wandb") or {})
+    if wandb.get("enabled"):
+        flags += ["--wandb", str(wandb.get("mode") or "offline"),
+                  "--wandb-project", str(wandb.get("project") or "saferl-eval"),
+                  "--wandb-group", str(wandb.get("group") or f"{preset_of(cfg)}-{training_hash(cfg)}")]
+        if wandb.get("entity"):
+            flags += ["--wandb-entity", str(wandb["entity"])]
+    return flags
+
+
 def record(cfg: Mapping) -> dict:
     """sweep.json's content for this config."""
     return {"preset": preset_of(cfg), "results_dir": results_dir(cfg), "training_hash": training_hash(cfg),

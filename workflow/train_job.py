@@ -1,6 +1,6 @@
 """Run one training job of the sweep: a pack of runs, `python -m runs.train --spec ...`.
 
-    python -m workflow.train_job [--attempt N] [--threads N] DIR1/spec.json DIR2/spec.json ...
+    python -m workflow.train_job [--attempt N] [--threads N] [CURVE FLAGS] DIR1/spec.json DIR2/spec.json ...
 
 For each run folder it takes the folder's lock, DIR/job.json (host, pid, SLURM job id, log;
 runs.runlock), which `python -m workflow.status` also reads: a folder whose earlier job
@@ -38,6 +38,7 @@ LOCK_WAIT_ENV = "SAFERL_LOCK_WAIT_S"  # how long to wait for a live owner of the
 STOP_MARGIN_ENV = "SAFERL_STOP_MARGIN_S"  # stop this long before a SLURM job's end (default 600)
 DEFAULT_STOP_MARGIN_S = 600.0
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2)
+CURVE_OPTIONS = ("--wandb", "--wandb-project", "--wandb-group", "--wandb-entity")  # runs.train's, passed on
 
 
 def should_fail(run: str, patterns: str | None) -> bool:
@@ -111,6 +112,10 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
     parser.add_argument("--attempt", type=int, default=1, help="Snakemake's attempt number of this job")
     parser.add_argument("--threads", type=int, default=None, help="passed to the trainer")
     parser.add_argument("--pack-runs", type=int, default=0, help="passed to the trainer: runs in the whole pack")
+    curves = parser.add_argument_group("passed to the trainer: what it logs (workflow.sweep.curve_flags)")
+    curves.add_argument("--no-tensorboard", action="store_true")
+    for flag in CURVE_OPTIONS:
+        curves.add_argument(flag, default=None)
     args = parser.parse_args(argv)
     say = lambda text: print(f"train_job: {text}", file=sys.stderr, flush=True)  # noqa: E731
     admitted = [spec for spec in args.specs if admit(spec, args.attempt, say)]
@@ -121,6 +126,12 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
         cmd += ["--threads", str(args.threads)]
     if args.pack_runs:
         cmd += ["--pack-runs", str(args.pack_runs)]
+    if args.no_tensorboard:
+        cmd += ["--no-tensorboard"]
+    for flag in CURVE_OPTIONS:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None:
+            cmd += [flag, value]
     job_id = os.environ.get("SLURM_JOB_ID")
     stop_at = stop_time(slurm_end_time(job_id), time.time(),
                         float(os.environ.get(STOP_MARGIN_ENV, DEFAULT_STOP_MARGIN_S))) if job_id else None

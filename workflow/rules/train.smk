@@ -21,6 +21,8 @@
 # compile a shared program first (packs.compiles_first: one per task on the CPU) go first;
 # the others then load it from the persistent compilation cache.
 
+import shlex
+
 _FIRST_COMPILES = packs.compiles_first(PACKS)
 
 for _pack in PACKS:
@@ -36,6 +38,7 @@ for _pack in PACKS:
             runs=list(_pack.pending),
             specs=" ".join(f"{RUNS_ROOT}/{run}/{run_layout.SPEC}" for run in _pack.pending),
             pack_runs=len(_pack.runs),  # the whole pack: a batched program's size (algos.programs)
+            curves=shlex.join(sweep.curve_flags(CFG)),  # what the job logs; outputs are pending runs only, so no rerun
         log:
             f"{LOGS_DIR}/train/{_pack.name}.log",
         threads: CFG["train"].get("threads", 1)
@@ -47,7 +50,7 @@ for _pack in PACKS:
             else:
                 packs.write_specs(CFG, params.runs)  # the specs are written when the job runs
                 shell("SAFERL_TRAIN_LOG={log} python -m workflow.train_job --attempt {resources.train_attempt}"
-                      " --threads {threads} --pack-runs {params.pack_runs} {params.specs} >> {log} 2>&1")
+                      " --threads {threads} --pack-runs {params.pack_runs} {params.curves} {params.specs} >> {log} 2>&1")
 
 
 rule stale_run:
