@@ -16,6 +16,17 @@ import sys
 sys.path.insert(0, workflow.basedir)
 
 
+# The project's strict reader goes first: Snakemake's own says only "not valid JSON or YAML ...
+# mix whitespace and tab" of an unsafe tag or a tab, and keeps the last of two equal keys.
+# (A --configfile Snakemake reads before this file: workflow.launch and
+# `python -m workflow.config_validation FILE` check those the same way.)
+from workflow.config_validation import ConfigError as _ConfigError, check_config_files as _check_config_files  # noqa: E402
+
+try:
+    _check_config_files([os.path.join(workflow.basedir, "config", "config.yaml")])
+except _ConfigError as _e:
+    raise WorkflowError(f"invalid configuration: {_e}") from None
+
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 

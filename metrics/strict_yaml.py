@@ -129,12 +129,25 @@ def load_text(text: str, name: str):
     """`load` of a file's text; FileError naming the file with the YAML problem on one line."""
     try:
         return load(text)
+    except yaml.MarkedYAMLError as err:
+        raise FileError(f"{name}: not valid YAML: {_cause(err)}") from None
     except yaml.YAMLError as err:
         raise FileError(f"{name}: not valid YAML: {' '.join(str(err).split())}") from None
     except RecursionError:
         raise FileError(f"{name}: nested too deeply to be a config file") from None
     except ValueError as err:  # an integer past Python's 4300-digit conversion limit
         raise FileError(f"{name}: not a usable value: {str(err).split(';')[0]}") from None
+
+
+def _cause(err: yaml.MarkedYAMLError) -> str:
+    """'line L, column C: what is wrong' (PyYAML's own text names the source "<unicode string>"
+    and quotes the line over three)."""
+    mark = err.problem_mark or err.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    cause = " ".join(part for part in (err.context, err.problem) if part)
+    if err.problem and "could not determine a constructor for the tag" in err.problem:
+        cause += " (a config file holds plain values: tags such as !!python/object are never read)"
+    return where + " ".join(cause.split())
 
 
 def load_file(path) -> object:
