@@ -133,3 +133,20 @@ def test_a_batched_sac_lag_member_does_not_depend_on_its_slot_and_a_killed_pack_
     for a, b in zip(tables(folder), tables(full[run])):
         pd.testing.assert_frame_equal(a.drop(columns="wall_time", errors="ignore"),
                                       b.drop(columns="wall_time", errors="ignore"), check_exact=True)
+
+
+@pytest.mark.slow
+def test_the_planner_caps_a_pack_by_the_members_states_that_fit_in_train_memory_gb(tmp_path, monkeypatch):
+    from workflow import config_validation as cv
+    from workflow import packs
+
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path))
+    cfg = cv.resolve({"preset": "offpolicy", "tasks": ["goal"], "train": {"memory_gb": 0.12}})
+    sizes = packs.pack_sizes(cfg)
+    # a SAC-family member holds a 100,000-transition replay buffer (52.7 MB on goal): two fit in
+    # 0.12 GB; PPO-Lag's state (0.3 MB) leaves train.pack_size as it is
+    assert sizes["goal", "sac_lag"] == sizes["goal", "sac"] == 2 and sizes["goal", "ppo_lag"] == 6
+    planned = {p.name: len(p.runs) for p in packs.plan(cfg, tmp_path)}
+    assert planned["goal_sac_lag_p0"] == 2 and len([n for n in planned if n.startswith("goal_sac_lag_")]) == 3
+    assert (tmp_path / "state_bytes.json").exists()  # measured once: the next plan reads it
+    assert packs.pack_sizes(cfg) == sizes

@@ -68,11 +68,12 @@ def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
     from workflow.config_validation import bounds_of
 
     runs_root = sweep.runs_root(cfg)
-    size = int(cfg["train"].get("pack_size", 1))
     seed_rounds = adaptive.rounds(cfg)  # one round (every seed) unless the sweep is adaptive
+    sizes = pack_sizes(cfg)
     packs = []
     for task in cfg["tasks"]:
         for algo in cfg["algos"]:
+            size = sizes[task, algo]
             for rnd, seeds in enumerate(seed_rounds):
                 runs = [run_layout.run_id(task, b, algo, s) for b in bounds_of(cfg, task) for s in seeds]
                 name = task.replace(run_layout.LEVEL_MARK, "_l")  # a rule name: no '@'
@@ -84,6 +85,29 @@ def plan(cfg: dict, root: str | os.PathLike = ".") -> list[Pack]:
                     packs.append(Pack(f"{prefix}_p{k // size}", members, pending,
                                       f"{task}/{'+'.join(registry.program_algos(algo))}"))
     return packs
+
+
+def pack_sizes(cfg: dict) -> dict[tuple[str, str], int]:
+    """Runs per pack of each (task, algorithm): `train.pack_size`, capped where `train.memory_gb`
+    is set by how many members' training states fit in it (runs.memory: the off-policy core's
+    replay buffers make a member's state hundreds of MB). Measured once per program and code
+    version (a subprocess on a cache miss)."""
+    from runs import memory
+
+    size = int(cfg["train"].get("pack_size", 1))
+    pairs = [(task, algo) for task in cfg["tasks"] for algo in cfg["algos"]]
+    memory_gb = cfg["train"].get("memory_gb")
+    if not memory_gb:
+        return {pair: size for pair in pairs}
+    from workflow import adaptive
+    from workflow.config_validation import bounds_of
+
+    seed = adaptive.rounds(cfg)[0][0]  # the runs of a program share its state's shapes: the first speaks for all
+    first = {(task, algo): cfg["specs"][run_layout.run_id(task, bounds_of(cfg, task)[0], algo, seed)]["config"]
+             for task, algo in pairs}
+    cache_dir = os.environ.get("JAX_COMPILATION_CACHE_DIR") or os.path.abspath(".jax_cache")
+    per_member = memory.planned_state_bytes(list(first.values()), cache_dir)
+    return {pair: min(size, memory.members_that_fit(memory_gb, b)) for pair, b in zip(first, per_member)}
 
 
 def not_folders(cfg: dict, root: str | os.PathLike = ".") -> list[str]:

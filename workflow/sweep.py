@@ -30,7 +30,7 @@ from typing import Mapping
 DEFAULT_PRESET = "default"
 RESULTS = "results"  # the default preset's folder
 SWEEP_FILE = "sweep.json"
-NOT_TRAINING = ("threads", "pack_size")  # train keys that never change a run (not rerun triggers)
+NOT_TRAINING = ("threads", "pack_size", "memory_gb")  # train keys that never change a run (not rerun triggers)
 
 
 def preset_of(cfg: Mapping) -> str:
