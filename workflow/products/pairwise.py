@@ -66,8 +66,9 @@ def figure_pairwise(pairs: pd.DataFrame):
         ax.axis("off")
         ax.text(0.5, 0.5, NO_PAIRS, ha="center", va="center")
         return fig
+    # 0.85 in per cell: four algorithms' three panels fit a page (12.4 in) at print size
     fig, axes = plt.subplots(len(phases), len(SAFETY_METRICS), squeeze=False,
-                             figsize=(1.1 * n * len(SAFETY_METRICS) + 2.2, 1.0 * n * len(phases) + 1.4))
+                             figsize=(0.85 * n * len(SAFETY_METRICS) + 2.4, 0.8 * n * len(phases) + 1.6))
     image = None
     for r, phase in enumerate(phases):
         for c, metric in enumerate(SAFETY_METRICS):
