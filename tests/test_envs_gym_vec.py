@@ -159,3 +159,20 @@ def test_crax_task_steps_1000_random_steps_same_step(tmp_path):
     assert (table.length == length).all() and len(table) == 3 * n
     expected_cost = np.stack(costs)[:900].reshape(3, length, n).astype(np.float64).sum(axis=1).ravel()
     np.testing.assert_allclose(table["cost"], expected_cost, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_throughput_benchmark_prints_each_method_and_the_ratios(capsys):
+    from benchmarks import gym_vec_throughput
+
+    gym_vec_throughput.main(["--num-envs", "2", "--steps", "4", "--repeats", "1", "--option", "episode_length=3"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("goal (builtin), 4 steps, best of 1") and lines[1].split() == [
+        "num_envs", "raw", "scan", "raw", "loop", "gym", "vec", "vec/scan", "vec/loop"]
+    rows = [line.split() for line in lines[2:]]
+    assert [row[0] for row in rows] == ["2"]
+    for row in rows:
+        scan, loop, vec = (float(x.replace(",", "")) for x in row[1:4])
+        assert min(scan, loop, vec) > 0
+        assert float(row[4]) == pytest.approx(vec / scan, rel=0.02, abs=0.006)
+        assert float(row[5]) == pytest.approx(vec / loop, rel=0.02, abs=0.006)
