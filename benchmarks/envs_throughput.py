@@ -2,6 +2,7 @@
 
     python benchmarks/envs_throughput.py [--tasks goal circle push button] [--num-envs 2048]
         [--steps 200] [--repeats 3] [--crax] [--crax-num-envs 256] [--crax-steps 10]
+        [--crax-tasks safe_velocity_hopper safe_goal_point@l2 ...]
         [--compare OTHER_CHECKOUT] [--rounds 2] [--single-thread] [--option contact_model=simple]
 
 Steps/s is wall-clock; "per CPU-second" divides by the CPU time this process used, which
@@ -75,7 +76,7 @@ def measure_crax(env, num_envs, steps, repeats):
     reset = jax.jit(jax.vmap(env.reset))
     step = jax.jit(jax.vmap(env.step))
     state = reset(jax.random.split(jax.random.PRNGKey(0), num_envs))
-    actions = jax.random.uniform(jax.random.PRNGKey(1), (num_envs, 2), minval=-1.0, maxval=1.0)
+    actions = jax.random.uniform(jax.random.PRNGKey(1), (num_envs, env.action_size), minval=-1.0, maxval=1.0)
     start = time.perf_counter()
     state = step(state, actions)
     jax.block_until_ready(state)
@@ -167,6 +168,9 @@ def main(argv=None):
     parser.add_argument("--crax", action="store_true", help="also time CRAX's same task (needs crax-bench)")
     parser.add_argument("--crax-num-envs", type=int, default=256)
     parser.add_argument("--crax-steps", type=int, default=10)
+    parser.add_argument("--crax-tasks", nargs="+", default=[], metavar="TASK_ID",
+                        help="CRAX-only tasks by task id, timed after the built-in ones at --crax-num-envs, e.g. "
+                        "safe_velocity_hopper safe_goal_point@l2")
     parser.add_argument("--compare", metavar="DIR", help="also time another checkout's built-in tasks, alternating")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds with --compare")
     parser.add_argument("--single-thread", action="store_true", help="XLA CPU backend on one thread")
@@ -197,6 +201,14 @@ def main(argv=None):
                 line += (f"   crax ({args.crax_num_envs} envs): {c_sps:8,.0f} steps/s   compile {c_compile:5.1f} s"
                          f"   ratio {sps / c_sps:6.0f}x")
         print(line, flush=True)
+    for text in args.crax_tasks:
+        from runs.run_layout import parse_task_id
+
+        name, level = parse_task_id(text)
+        env = envs.make(name, backend="crax", level=level, episode_length=2000)
+        c_compile, c_sps = measure_crax(env, args.crax_num_envs, args.crax_steps, 1)
+        print(f"{text:26s} crax ({args.crax_num_envs} envs, obs {env.observation_size}, act {env.action_size}): "
+              f"{c_sps:8,.0f} steps/s   compile {c_compile:5.1f} s", flush=True)
 
 
 if __name__ == "__main__":
