@@ -80,8 +80,9 @@ def table2_section(iqm: str, tiers: str, settings: Mapping, items, report_dir: s
 
     table = report_table2.headline_table(read_csv(iqm), read_csv(tiers), baseline=settings["baseline"],
                                          decimals=settings["decimals"])
-    files = "".join(f"<p class='downloads'>{PAPER_NAMES[item.product.name]} as its own file, with R and C: "
-                    + report_products.links(item.files, report_dir) + "</p>" for item in items)
+    files = "; ".join(f"{PAPER_NAMES[item.product.name]} ({report_products.links(item.files, report_dir)})"
+                      for item in items)
+    files = f"<p class='downloads'>As files, with R and C: {files}</p>" if files else ""
     baseline = html.escape(algo_label(settings["baseline"]))
     return ("<h2 id='table2'>Table 2: how safe each algorithm is, in training and deployed</h2>"
             "<div class='table-wrap'>" + table + "</div>"

@@ -66,10 +66,11 @@ def caption_html(product: registry.Product, settings: dict, wildcards: dict) -> 
     the heading, and the rest, rendered as Snakemake's report renders it."""
     import jinja2
     from docutils.core import publish_parts
+    from docutils.writers import html5_polyglot
 
     text = jinja2.Template(product.caption).render(
         snakemake={"params": {"settings": product.settings_of(settings)}, "wildcards": wildcards})
-    body = publish_parts(text.strip(), writer_name="html5",
+    body = publish_parts(text.strip(), writer=html5_polyglot.Writer(),
                          settings_overrides={"report_level": 5, "halt_level": 5, "doctitle_xform": False,
                                              "input_encoding": "unicode"})["body"]
     match = _LEAD.match(body.strip())
