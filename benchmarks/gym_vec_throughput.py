@@ -49,6 +49,7 @@ def measure(task, backend, options, num_envs, steps, repeats):
     env = vec.jax_env
     actions = np.random.default_rng(0).uniform(-1.0, 1.0, (steps, num_envs, 2)).astype(np.float32)
     device_actions = jax.device_put(actions)
+    per_step = [jax.device_put(a) for a in actions]  # indexing device_actions per step would add an op
     reset = jax.jit(jax.vmap(env.reset))
     step = jax.jit(jax.vmap(env.step))
     scan = jax.jit(lambda s, a: jax.lax.scan(lambda s, x: (jax.vmap(env.step)(s, x), None), s, a)[0])
@@ -59,8 +60,8 @@ def measure(task, backend, options, num_envs, steps, repeats):
 
     def raw_loop():
         state = reset(keys)
-        for t in range(steps):
-            state = step(state, device_actions[t])
+        for a in per_step:
+            state = step(state, a)
         jax.block_until_ready(state)
 
     def gym_vec():

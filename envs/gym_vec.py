@@ -7,15 +7,20 @@
 Autoreset: SAME_STEP, because `Env.step` (envs/base.py) starts the next episode inside the step
 that ends one: the obs returned for an env whose episode ended is the new episode's first;
 reward, info["cost"], terminated and truncated are those of the ending step; the ended
-episode's last obs is in info["final_obs"] and its step's info in info["final_info"] (with the
-`_final_obs` / `_final_info` masks, as Gymnasium's own vector envs write them).
+episode's last obs is row i of info["final_obs"] and its step's info in info["final_info"],
+where the masks info["_final_obs"] / info["_final_info"] are true. `final_obs` is one
+(num_envs, obs size) array, not Gymnasium's object array of rows (indexing a row reads the
+same), so that the array-conversion wrappers (JaxToTorch, JaxToNumpy, NumpyToTorch) can
+convert it through DLPack.
 
 Seeding: `reset(seed=s)` gives env i the key `split(PRNGKey(s), num_envs)[i]`, so the same seed
 and the same actions give the same trajectories; `reset()` without a seed starts each env from
 its own next-reset key (what its auto-reset would use), the first time from a fresh OS seed.
 
 Arrays come back as numpy (the whole step output is fetched from the device at once); actions
-are anything numpy converts, shape (num_envs, 2), clipped to [-1, 1] by the task.
+are anything numpy converts (torch on the CPU, JAX arrays), shape (num_envs, 2), clipped to
+[-1, 1] by the task. `gymnasium.wrappers.vector.JaxToTorch(vec, device=...)` gives and takes
+torch tensors (`pip install "gymnasium[torch]"`).
 """
 from __future__ import annotations
 
@@ -82,11 +87,8 @@ class JaxVectorEnv(gymnasium.vector.VectorEnv):
         obs, reward, cost, terminated, truncated, final_obs = jax.device_get(outputs)
         info = {"cost": cost}
         ended = terminated | truncated
-        if ended.any():
-            final = np.full(self.num_envs, None, object)
-            for i in np.flatnonzero(ended):
-                final[i] = final_obs[i]
-            info.update(final_obs=final, _final_obs=ended, final_info={"cost": cost, "_cost": ended},
+        if ended.any():  # rows where the mask is false are not final (they are the current obs)
+            info.update(final_obs=final_obs, _final_obs=ended, final_info={"cost": cost, "_cost": ended},
                         _final_info=ended)
         return obs, reward, terminated, truncated, info
 

@@ -78,7 +78,7 @@ def test_random_steps_end_episodes_same_step_and_are_recorded_into_saferl_eval(v
         if ends[t]:  # SAME_STEP: the new episode's first obs now, the ended one's last in final_obs
             assert step_info["_final_obs"].all() and step_info["_final_info"].all()
             assert step_info["final_info"]["cost"].tolist() == step_info["cost"].tolist()
-            final_obs = np.stack(step_info["final_obs"])
+            final_obs = step_info["final_obs"]
             assert final_obs.shape == (N, 62) and final_obs.dtype == np.float32
             assert not (final_obs == o).all(axis=1).any()
         else:
@@ -110,6 +110,36 @@ def test_reset_seed_reproduces_trajectories(vec):
             assert np.array_equal(x, y)
         assert np.array_equal(a[4]["cost"], b[4]["cost"])
     assert len({o.tobytes() for o in first_a}) == N  # each env its own layout
+
+
+def test_steps_are_the_raw_jax_envs_steps_across_an_auto_reset(vec):
+    import jax
+
+    env = vec.jax_env
+    state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(7), N))
+    step = jax.jit(jax.vmap(env.step))
+    first, steps = random_rollout(vec, seed=7, steps=T + 2)
+    assert np.array_equal(first, state.obs)
+    rng = np.random.default_rng(7)
+    for obs, reward, terminated, truncated, info in steps:
+        state = step(state, rng.uniform(-1.0, 1.0, (N, 2)).astype(np.float32))
+        for got, want in ((obs, state.obs), (reward, state.reward), (info["cost"], state.cost),
+                          (truncated, state.truncated), (terminated, state.done & ~state.truncated)):
+            assert np.array_equal(got, want)
+        if truncated.any():
+            assert np.array_equal(info["final_obs"], state.terminal_obs)
+
+
+def test_gymnasium_array_conversion_wrappers_take_it(vec):
+    pytest.importorskip("array_api_compat", reason="Gymnasium's array conversion needs gymnasium[array-api]")
+    from gymnasium.wrappers.vector import JaxToNumpy
+
+    wrapped = JaxToNumpy(vec)
+    _, plain = random_rollout(vec, seed=2, steps=T + 1)
+    _, converted = random_rollout(wrapped, seed=2, steps=T + 1)
+    for a, b in zip(plain, converted):
+        assert all(isinstance(x, np.ndarray) and np.array_equal(x, y) for x, y in zip(a[:4], b[:4]))
+    assert np.array_equal(converted[T - 1][4]["final_obs"], plain[T - 1][4]["final_obs"])
 
 
 def test_bad_use_is_refused_with_a_clear_error(vec):
@@ -148,7 +178,7 @@ def test_crax_task_steps_1000_random_steps_same_step(tmp_path):
         costs.append(info["cost"])
         if truncated.any():
             truncated_at.append(t)
-            assert truncated.all() and info["_final_obs"].all() and np.stack(info["final_obs"]).shape == (n, 62)
+            assert truncated.all() and info["_final_obs"].all() and info["final_obs"].shape == (n, 62)
             if t == length:
                 assert np.array_equal(obs, expected_second_first)
         else:
