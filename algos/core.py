@@ -628,16 +628,22 @@ def run_chunk(learner: Learner, batched: bool, state, h: Hyper, num_updates, ste
 
 
 def evaluate(learner: Learner, state: TrainState, seed, noise_scale, h: Hyper):
-    """The final policy of a PPO-core run on `eval_episodes` fresh layouts (evaluate_policy)."""
+    """The final policy of a PPO-core run on `eval_episodes` fresh layouts (evaluate_policy), as
+    deployed: behind its shield (Hooks.act) where the algorithm has one."""
+    shield = None
+    if learner.hooks.act is not None:
+        def shield(obs, action, env_state, key):
+            return shielded_action(learner, state.algo_state, obs, action, h, env_state, key)[0]
     return evaluate_policy(learner, lambda obs: policy_distribution(learner, state.params, state.normalizer, obs),
-                           seed, noise_scale, h)
+                           seed, noise_scale, h, shield)
 
 
-def evaluate_policy(learner: Learner, policy: Callable, seed, noise_scale, h: Hyper):
+def evaluate_policy(learner: Learner, policy: Callable, seed, noise_scale, h: Hyper, shield: Callable | None = None):
     """`eval_episodes` fresh-layout episodes of the policy `policy(obs [n, O]) -> (mu, sigma)`;
     noise_scale 1 samples it, 0 acts with its mode tanh(mu). Both settings use the same layouts
     and the same noise draws, so they differ only in the noise. An algorithm's observation
-    transform starts fresh for each episode. Returns (Finished of the episodes, their first
+    transform starts fresh for each episode; a `shield(obs, action, env state, key)` gives the
+    action the env gets in both settings. Returns (Finished of the episodes, their first
     observations). Both cores evaluate with it."""
     cfg, transform = learner.config, learner.transform
     k_reset, k_noise = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), EVAL_SALT))
@@ -646,9 +652,12 @@ def evaluate_policy(learner: Learner, policy: Callable, seed, noise_scale, h: Hy
     def step(carry, _):
         env_state, transform_state, pending, key = carry
         key, k_act = jax.random.split(key)
-        mu, sigma = policy(policy_observation(learner, transform_state, env_state.obs, h))
-        z = dist.sample_pre_tanh(k_act, mu, sigma, noise_scale)
-        env_state = learner.env_step(env_state, jnp.tanh(z))
+        obs = policy_observation(learner, transform_state, env_state.obs, h)
+        mu, sigma = policy(obs)
+        action = jnp.tanh(dist.sample_pre_tanh(k_act, mu, sigma, noise_scale))
+        if shield is not None:
+            action = shield(obs, action, env_state, k_act)
+        env_state = learner.env_step(env_state, action)
         transform_state, _ = training_reward(learner, transform_state, env_state, h)
         return (env_state, transform_state, keep_first(pending, builtin_finished(env_state)), key), None
 

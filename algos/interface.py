@@ -20,9 +20,10 @@ checkpointed with it and a resumed run is bitwise the uninterrupted one:
   advantages are trained on (episode logs keep the task's own return and cost);
 * optionally a **shield** (`act`): the rollout's env gets the action of
   `act(state, obs, tanh(z), h, cost, key) -> (action, record)` instead of the policy's action
-  tanh(z) (training only; PPO trains on z, the shield being part of the task as the policy sees
-  it; the evaluation acts unshielded). `cost` [N] is the observed cost of the current state (the
-  step cost that led into it; 0 at an episode's first state, as a reset reports it), `key` a
+  tanh(z) (PPO trains on z, the shield being part of the task as the policy sees it; the final
+  evaluation acts through it too, in both phases, as deployed). `cost` [N] is the observed cost
+  of the current state (the step cost that led into it; 0 at an episode's first state, as a
+  reset reports it), `key` a
   PRNG key of the step; `record`, any pytree of per-env arrays, reaches `update` stacked over
   the rollout's steps as `UpdateStats.act_record`;
 * optionally a **seeded init** (`keyed_init`): `init(h, key)` gets a PRNG key of the run (from

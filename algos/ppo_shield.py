@@ -33,8 +33,9 @@ correction, the policy's action passes. The least-cost action there would be the
 -sign(g) whatever the policy chose, a linearisation's guess at the way out overruling the
 policy on every such step; PPO-Lag's multiplier is what answers the cost of those states.
 
-PPO trains on the policy's own sample (the layer is part of the task as the policy sees it);
-the final evaluation acts unshielded, the greedy action tanh(mu) as for every algorithm. The
+PPO trains on the policy's own sample (the layer is part of the task as the policy sees it).
+The layer is part of the deployed agent, so the final evaluation acts through it too, in both
+phases: the env gets the layer's correction of tanh(z) with noise, of tanh(mu) greedily. The
 multiplier is PPO-Lag's, lambda <- max(0, lambda + shield_lagrangian_lr (c - d/T)).
 
 The trace, per iterate (of the latest rollout; NaN during the warm-up): `shield_corrected`

@@ -397,3 +397,34 @@ def test_beyond_pairs_compares_each_algorithm_with_ppo_lag_on_the_same_runs(tmp_
     assert pairs.main([str(path), "--reference", "ppo"]) == 2
     assert "no runs of the reference algo 'ppo'" in capsys.readouterr().err
     assert pairs.main([str(tmp_path / "missing.parquet")]) == 2
+
+
+def test_the_final_evaluation_acts_through_the_shield_as_deployed():
+    """Both evaluation phases send the policy's action through the layer: with no limit binding
+    (C = inf) the episodes are the unshielded ones bit for bit; with C < 0 every step is corrected
+    (or infeasible) and the episodes differ."""
+    import jax
+
+    from algos import core
+
+    cfg = make_config("cpu", dict(task="circle", algo="ppo_shield", bound=1.0, seed=0, num_envs=2,
+                                  episode_length=32, eval_episodes=4), ["env.contact_model=simple"])
+    h, env = hyper_of(cfg), core.make_env(cfg)
+    learner = core.make_learner(cfg.static_key(), env)
+    bare = learner._replace(hooks=learner.hooks._replace(act=None))
+    state = jax.jit(lambda: core.init(learner, env.action_size, env.observation_size, jnp.int32(0), h))()
+    past_warm_up = state.algo_state._replace(updates=jnp.int32(1000))
+
+    programs = {lrn: jax.jit(lambda s, scale, lrn=lrn: core.evaluate(lrn, s, jnp.int32(5), scale, h))
+                for lrn in (learner, bare)}  # one compile each: the limit and the noise scale are arguments
+
+    def returns(lrn, limit, scale):
+        st = state._replace(algo_state=past_warm_up._replace(limit=jnp.float32(limit)))
+        pending, _ = programs[lrn](st, jnp.float32(scale))
+        return np.asarray(pending.ret), np.asarray(pending.cost)
+
+    for scale in (0.0, 1.0):
+        free, unshielded = returns(learner, np.inf, scale), returns(bare, np.inf, scale)
+        np.testing.assert_array_equal(free[0], unshielded[0])
+        np.testing.assert_array_equal(free[1], unshielded[1])
+        assert not np.array_equal(returns(learner, -1.0, scale)[0], unshielded[0])
