@@ -27,7 +27,7 @@ def test_a_tiny_sac_lag_sweep_completes_with_its_products(tmp_path):
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     results = tmp_path / "results-tiny"
     trace = pd.read_parquet(results / "runs" / "circle" / "d15" / "sac_lag" / "seed0" / "trace.parquet")
-    assert list(trace.columns[-1:]) == ["sac_alpha"] and trace.update.max() > 0
+    assert list(trace.columns[-1:]) == ["sac_alpha"] and trace["update"].max() > 0
     tiers = pd.read_csv(results / "metrics" / "tiers.csv")
     assert set(tiers.algo) == {"sac_lag"} and set(tiers.phase) == {"train", "final_explore", "final_greedy"}
     assert "SAC-Lag" in (results / "tables" / "table2.md").read_text()
