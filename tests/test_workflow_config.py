@@ -74,7 +74,7 @@ def test_overrides_merge_into_the_preset_key_by_key():
 # ---- errors name the key ----------------------------------------------------------------
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"tasks": ["goal", "maze"]}, "config key 'tasks[1]': 'maze' is not one of"),
+    ({"tasks": ["goal", "maze"]}, "config key 'tasks[1]': 'maze' is not a built-in task"),
     ({"algos": ["ppo", "trpo"]}, "config key 'algos[1]': 'trpo' is not one of"),
     ({"backend": "gym"}, "config key 'backend': 'gym' is not one of"),
     ({"bounds": [25, 0]}, "config key 'bounds[1]': 0 must be > 0"),

@@ -103,6 +103,11 @@ def _schema_error_message(error: jsonschema.ValidationError) -> str:
     if error.validator == "minItems" and error.validator_value == 1:
         return f"config key '{key}': the list is empty, so the grid would be empty"
     if error.validator == "oneOf":
+        # a list or mapping of the right form but a bad item (bounds): name the item, not the form
+        branch = {list: 0, dict: 1}.get(type(error.instance)) if list(error.absolute_path) == ["bounds"] else None
+        inner = [e for e in error.context if branch is not None and list(e.schema_path)[:1] == [branch]]
+        if inner:
+            return _schema_error_message(min(inner, key=lambda e: list(map(str, e.absolute_path))))
         form = error.schema.get("description", "one of the allowed forms")
         return f"config key '{key}': {error.instance!r} is not valid; expected {form}"
     if error.validator == "pattern" and "expected" in error.schema:
