@@ -135,7 +135,8 @@ def test_results_report_reads_top_to_bottom_at_1400_px(tiny_sweep, browser_page)
     """Nothing wider than the page, Table 2 and Figure 2 within the first two screens, no NaN,
     the algorithms by their labels, every figure at (nearly) its print size."""
     report = tiny_sweep / "results-tiny" / "report.html"
-    page = browser_page.new_page(viewport=VIEWPORT)
+    page = browser_page.new_page()
+    page.set_viewport_size(VIEWPORT)
     page.goto(report.as_uri())
     page.wait_for_load_state("load")
     got = page.evaluate(LAYOUT_JS)
