@@ -89,12 +89,14 @@ def resolve_mode(mode: str) -> str:
 
 def pack_slots(members: int, mode: str = "sequential", planned: int = 0) -> int:
     """Program size for `members` runs of a pack planned with `planned` (0: as many as given).
-    Sequential: exactly `members` (a member's result does not depend on the size). Batched: the
+    Sequential: the planned pack's size, so a run retrained alone loads its full pack's cached
+    programs instead of compiling a program of its own (a member's result does not depend on
+    the size; an empty slot trains nothing and costs only its final evaluation). Batched: the
     smallest bucket that holds the planned pack, so a member retrained alone after a failure
     trains in the program size of its full pack."""
-    if mode == "sequential":
-        return members
     want = max(members, planned)
+    if mode == "sequential":
+        return want
     for size in BUCKETS:
         if size >= want:
             return size

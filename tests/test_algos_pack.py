@@ -180,7 +180,8 @@ def test_batched_programs_come_in_a_few_sizes_that_hold_the_planned_pack():
 
     assert [pack_slots(n, "batched") for n in (1, 2, 3, 5, 7, 90)] == [1, 2, 3, 6, 8, 96]
     assert pack_slots(1, "batched", planned=5) == 6  # a member retrained alone: its pack's size
-    assert pack_slots(3, "sequential", planned=6) == 3  # sequential results do not depend on the size
+    assert pack_slots(3, "sequential", planned=6) == 6  # its full pack's program: cached, not compiled again
+    assert [pack_slots(n, "sequential") for n in (1, 5, 90)] == [1, 5, 90]  # no buckets: slots train one by one
     with pytest.raises(ValueError, match="pack_mode 'fast'"):
         from algos.programs import resolve_mode
         resolve_mode("fast")
