@@ -15,6 +15,8 @@ import sys
 # named `workflow` in this file is a different thing and stays untouched.
 sys.path.insert(0, workflow.basedir)
 
+from workflow import console, interrupt  # noqa: E402 (importable once the line above ran)
+
 
 # The project's strict reader goes first: Snakemake's own says only "not valid JSON or YAML ...
 # mix whitespace and tab" of an unsafe tag or a tab, and keeps the last of two equal keys.
@@ -51,6 +53,14 @@ onstart:
     sweep.write_record(CFG)
     product_registry.write_captions(CAPTIONS_DIR)
     jobenv.export(workflow.basedir)
+    interrupt.install()
+    console.watch(LOGS_DIR)  # each training pack's phases and progress, at least every 30 s
+
+
+# Ctrl-C, SIGINT or SIGTERM (workflow.interrupt): the jobs have checkpointed; one line says how
+# many runs a rerun resumes, and the controller exits 130 / 143 instead of with a WorkflowError.
+onerror:
+    interrupt.report(f"{RUNS_ROOT}/{run}" for pack in PACKS for run in pack.pending)
 
 
 # The runs and their summaries are listed too: Snakemake only regenerates a deleted

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import glob
+import json
 import os
 import re
 import shutil
@@ -29,6 +30,8 @@ EPISODES = REPO / "docs" / "examples" / "episodes_other_framework.csv"
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
              "--workflow-profile", str(REPO / "cluster_profiles" / "local"), "--configfile", "tiny.yaml"]
 ENV = dict(os.environ, PYTHONPATH=str(REPO))
+# trainers hold after their first chunk until a signal comes (tests/hold_after_first_chunk)
+HELD = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests" / "hold_after_first_chunk"), str(REPO)]))
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -235,11 +238,10 @@ def test_an_interrupted_evaluate_leaves_nothing_and_the_rerun_matches(evaluated,
 def test_ctrl_c_to_the_trainer_checkpoints_and_the_rerun_resumes_identically(trained, tmp_path):
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "runs.train", *TINY, "--out", str(out)], stderr=subprocess.PIPE,
-                            text=True, env=ENV, cwd=REPO)
-    for line in proc.stderr:  # begun: the first update's progress line
-        if "| update 1/" in line:
-            proc.send_signal(signal.SIGINT)
-            break
+                            text=True, env=HELD, cwd=REPO)
+    while proc.poll() is None and not (out / run_layout.PROGRESS).exists():  # begun: held after its first chunk
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
     rest = proc.stderr.read()
     assert proc.wait(timeout=300) == 75, rest
     assert "SIGINT: checkpoints written, exiting 75" in rest and "Traceback" not in rest, rest
@@ -295,10 +297,48 @@ def test_an_interrupted_controller_leaves_nothing_looking_complete_and_the_rerun
     rerun = snakemake(sweep, timeout=900)
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
     assert compared(results) == reference
+    if stage == "training":  # retrained alone in its full pack's program, loaded from the cache, not compiled
+        record = json.loads((run / run_layout.RUN_JSON).read_text())
+        assert (record["program_slots"], record["program_source"]) == (4, "loaded"), record
     for name in deleted:
         assert (results / name).exists()
     dry = snakemake(sweep, "--dry-run")
     assert "Nothing to be done" in dry.stdout + dry.stderr
+
+
+@pytest.mark.slow
+def test_sigint_to_the_controller_mid_training_checkpoints_within_a_minute_and_the_rerun_resumes(tiny_sweep, tmp_path):
+    sweep = copy_sweep(tiny_sweep, tmp_path / "sweep")
+    results, reference = sweep / "results-tiny", compared(tiny_sweep / "results-tiny")
+    pack = sorted(results.glob("runs/circle/d*/ppo/seed*"))  # one pack's four runs retrain
+    for run in pack:
+        shutil.rmtree(run)
+    proc = subprocess.Popen(SNAKEMAKE, cwd=sweep, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=HELD)  # the trainer holds after its first chunk: mid-training when signalled
+    seen = []
+    for line in proc.stdout:  # the console says when the pack compiles and trains (workflow.console)
+        seen.append(line)
+        if line.startswith("train_circle_ppo_p0: training (programs "):
+            break
+    assert any(line.startswith("train_circle_ppo_p0: compiling (4 runs, ") for line in seen), "".join(seen)[-3000:]
+    while proc.poll() is None and not any((run / run_layout.PROGRESS).exists() for run in pack):
+        time.sleep(0.05)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)  # to the controller alone, as `kill -INT <pid>`
+    out, _ = proc.communicate(timeout=300)
+    out = "".join(seen) + out
+    took = time.monotonic() - sent
+    assert proc.returncode == 130, out[-3000:]
+    assert took < 60, f"{took:.0f} s"
+    assert out.rstrip().endswith("Stopped by SIGINT: 4 runs checkpointed; run the same command again to resume them."), \
+        out[-3000:]
+    assert "Traceback" not in out and "WorkflowError" not in out and "Terminating processes" not in out, out[-3000:]
+    for run in pack:
+        assert (run / run_layout.CHECKPOINT_DIR).is_dir() and not (run / run_layout.RUN_JSON).exists()
+    rerun = snakemake(sweep, timeout=900)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert [json.loads((run / run_layout.RUN_JSON).read_text())["restarts"] for run in pack] == [1] * len(pack)
+    assert compared(results) == reference  # resumed, bitwise the runs an uninterrupted sweep trained
 
 
 # ---- hostile inputs beyond the listed ones -------------------------------------------------------
