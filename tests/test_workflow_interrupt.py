@@ -67,8 +67,7 @@ def test_a_folder_is_held_while_its_job_lives(tmp_path):
 @pytest.mark.parametrize("signum, resumable, busy, line", [
     (signal.SIGINT, 4, 0, "Stopped by SIGINT: 4 runs checkpointed; run the same command again to resume them."),
     (signal.SIGTERM, 1, 0, "Stopped by SIGTERM: 1 run checkpointed; run the same command again to resume it."),
-    (signal.SIGINT, 0, 0, "Stopped by SIGINT: no run was checkpointed (none had trained a chunk); run the same "
-                          "command again to go on."),
+    (signal.SIGINT, 0, 0, "Stopped by SIGINT: no run was checkpointed; run the same command again to go on."),
     (signal.SIGTERM, 2, 1, "Stopped by SIGTERM: 2 runs checkpointed; run the same command again to resume them. "
                            "(1 run folder still locked by jobs that are ending.)"),
 ])
@@ -83,8 +82,7 @@ def test_report_exits_128_plus_the_signal_and_does_nothing_after_another_failure
     with pytest.raises(SystemExit) as stop:
         interrupt.report([str(tmp_path)], wait_s=0)
     assert stop.value.code == 143
-    assert capsys.readouterr().err == ("Stopped by SIGTERM: no run was checkpointed (none had trained a chunk); "
-                                       "run the same command again to go on.\n")
+    assert capsys.readouterr().err == "Stopped by SIGTERM: no run was checkpointed; run the same command again to go on.\n"
     assert os.path.isdir(tmp_path)
 
 

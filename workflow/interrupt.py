@@ -126,7 +126,7 @@ def summary(signum: int, resumable: int, still_held: int) -> str:
     runs = f"{resumable} run{'s' if resumable != 1 else ''}"
     line = f"Stopped by {name}: {runs} checkpointed; run the same command again to resume {'them' if resumable != 1 else 'it'}."
     if resumable == 0:
-        line = f"Stopped by {name}: no run was checkpointed (none had trained a chunk); run the same command again to go on."
+        line = f"Stopped by {name}: no run was checkpointed; run the same command again to go on."
     if still_held:
         line += f" ({still_held} run folder{'s' if still_held != 1 else ''} still locked by jobs that are ending.)"
     return line
