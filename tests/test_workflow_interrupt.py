@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from runs import checkpoint, run_layout
@@ -17,26 +18,28 @@ from workflow import interrupt
 
 def test_job_wrappers_and_scripts_are_signalled_trainers_and_shells_are_not(tmp_path):
     sleep = "import time; time.sleep(60)"
-    # as Snakemake runs a job: a shell whose command is a Python process (a wrapper that starts
-    # a trainer, or a script)
+    # as Snakemake runs a job: a shell whose command is a Python process (the wrapper, or a
+    # script), and beside it a trainer (the wrapper's child, which the wrapper signals)
     parent = subprocess.Popen([sys.executable, "-c", f"""
 import subprocess, sys, time
 subprocess.Popen(["bash", "-c", "set -e; {sys.executable} -c '{sleep}' workflow.train_job; true"])
-subprocess.Popen([sys.executable, "-m", "runs.train", "--help-never"], stderr=subprocess.DEVNULL)
+subprocess.Popen([sys.executable, "-c", "{sleep}", "-m", "runs.train"])
 time.sleep(60)
 """])
     try:
         deadline = time.monotonic() + 30
-        while len(interrupt.job_processes(parent.pid)) < 1 and time.monotonic() < deadline:
+        while len(psutil.Process(parent.pid).children(recursive=True)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         chosen = [" ".join(p.cmdline()) for p in interrupt.job_processes(parent.pid)]
         assert len(chosen) == 1 and chosen[0].endswith("workflow.train_job"), chosen
+        signalled = interrupt.stop_job_processes(parent.pid)
+        gone, alive = psutil.wait_procs(signalled, timeout=30)
+        assert len(gone) == 1 and alive == []
+        assert interrupt.stop_job_processes(parent.pid, skip=signalled) == set()  # nothing new to stop
     finally:
-        parent.kill()
-        import psutil
-
-        for child in psutil.Process().children(recursive=True):
+        for child in psutil.Process(parent.pid).children(recursive=True):
             child.kill()
+        parent.kill()
 
 
 def test_the_runs_counted_are_those_a_rerun_resumes(tmp_path):

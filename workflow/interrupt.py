@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 
 from runs import checkpoint, runlock
@@ -52,8 +53,16 @@ def _stop(signum, frame) -> None:
         return
     _state.signal = signum
     _quiet_console()
-    stop_job_processes(os.getpid())
+    signalled = stop_job_processes(os.getpid())
+    # a job already handed to a thread may start its process only now: it is stopped as it appears
+    threading.Thread(target=_keep_stopping, args=(os.getpid(), signalled), daemon=True).start()
     raise KeyboardInterrupt  # Snakemake's scheduler stops scheduling and cancels or awaits its jobs
+
+
+def _keep_stopping(pid: int, signalled: set, every_s: float = 1.0) -> None:
+    while True:
+        time.sleep(every_s)
+        signalled |= stop_job_processes(pid, skip=signalled)
 
 
 SHELLS = ("bash", "sh", "dash", "zsh")  # a job's shell ends with its command
@@ -78,18 +87,21 @@ def job_processes(pid: int) -> list:
     return chosen
 
 
-def stop_job_processes(pid: int) -> int:
-    """SIGTERM to job_processes(pid); returns how many were signalled."""
+def stop_job_processes(pid: int, skip: set = frozenset()) -> set:
+    """SIGTERM to job_processes(pid) but those in `skip` (psutil.Process: pid and start time);
+    returns those signalled."""
     import psutil
 
-    count = 0
+    signalled = set()
     for proc in job_processes(pid):
+        if proc in skip:
+            continue
         try:
             proc.send_signal(signal.SIGTERM)
-            count += 1
+            signalled.add(proc)
         except psutil.Error:
             pass
-    return count
+    return signalled
 
 
 def _drop(record: logging.LogRecord) -> bool:
