@@ -104,3 +104,9 @@ def test_a_cancelled_slurm_jobs_folder_is_let_go_once_squeue_no_longer_lists_it(
     assert interrupt.held([str(run)]) == [str(run)]
     state.write_text("")
     assert interrupt.held([str(run)]) == []
+
+
+def test_sigterm_to_a_controller_running_as_a_slurm_job_is_left_to_snakemake():
+    # its time limit: the cluster jobs go on and the relaunched controller takes them over
+    assert interrupt.stop_signals({"SLURM_JOB_ID": "17"}) == (signal.SIGINT,)
+    assert interrupt.stop_signals({}) == (signal.SIGINT, signal.SIGTERM)

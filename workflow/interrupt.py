@@ -3,7 +3,8 @@ controller ends with one line.
 
 Snakemake alone does not stop its jobs: SIGINT makes it wait for the local jobs (threads that
 run each job's process to its end) and SIGTERM lets every running job finish, and either way it
-ends with a WorkflowError. `install` (the Snakefile's onstart) replaces both signals' handlers:
+ends with a WorkflowError. `install` (the Snakefile's onstart) replaces both signals' handlers
+(SIGINT alone in a controller that is itself a SLURM job, see stop_signals):
 the first signal passes SIGTERM to every job process the controller started (the training job
 wrappers, workflow.train_job, pass it on to their trainers, which checkpoint and exit 75), keeps
 Snakemake's own messages about the stopped jobs off the console (its log file keeps them) and
@@ -41,10 +42,18 @@ def stopped_by() -> int | None:
     return _state.signal
 
 
+def stop_signals(environ=None) -> tuple:
+    """The signals that stop the sweep. SIGTERM to a controller that runs as a SLURM job
+    (workflow.launch) is its own job ending (time limit, preemption): Snakemake's handling
+    stays, its cluster jobs go on and the relaunched controller takes them over (docs/faults.md)."""
+    environ = os.environ if environ is None else environ
+    return (signal.SIGINT,) if environ.get("SLURM_JOB_ID") else STOP_SIGNALS
+
+
 def install() -> None:
-    """Take over SIGINT and SIGTERM in the controller (call from the main thread, once the
+    """Take over the stop_signals() in the controller (call from the main thread, once the
     scheduler exists: Snakemake sets its own SIGTERM handler when it builds the scheduler)."""
-    for s in STOP_SIGNALS:
+    for s in stop_signals():
         signal.signal(s, _stop)
 
 
