@@ -1,6 +1,6 @@
 """The off-policy core (CRAX's SAC, after Brax): one update, a jitted chunk of updates, init and evaluation.
 
-It offers the PPO core's program interface (algos/core.py `Programs`: init, a chunk of updates,
+It offers the PPO core's program interface (algos/learning.py `Programs`: init, a chunk of updates,
 evaluate with noise scale 1 and 0), so packs, checkpoints, run folders, the trace and the final
 evaluation treat both cores alike. One update (`training_step`) reads as Brax's SAC does:
 
@@ -28,12 +28,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from algos import core
 from algos import distribution as dist
 from algos import registry
 from algos.config import Hyper, TrainConfig
-from algos.core import ADAM, IterateLog, Learner, LossMetrics, UpdateSummary, adam_step, trace_values
 from algos.interface import Hooks, update_stats
+from algos.learning import (ADAM, IterateLog, Learner, LossMetrics, Programs, UpdateSummary, adam_step, env_batch,
+                            evaluate_policy, make_env, run_chunk, trace_values, with_matmul_precision)
 from algos.networks import apply_mlp, init_mlp
 from algos.normalizer import Normalizer, init_normalizer, normalize, update_normalizer
 from algos.trace_schema import LOSS_METRICS
@@ -286,8 +286,8 @@ def tempered(hooks: Hooks) -> Hooks:
 
 def make_learner(cfg: TrainConfig, env, batched: bool = False) -> Learner:
     spec = registry.get(cfg.algo)
-    return Learner(config=cfg, hooks=tempered(spec.hooks_obj), env_reset=core.env_batch(env.reset, batched),
-                   env_step=core.env_batch(env.step, batched), with_cost=spec.uses_cost_critic, cost_by_algo=None,
+    return Learner(config=cfg, hooks=tempered(spec.hooks_obj), env_reset=env_batch(env.reset, batched),
+                   env_step=env_batch(env.step, batched), with_cost=spec.uses_cost_critic, cost_by_algo=None,
                    state_columns=spec.state_columns)
 
 
@@ -307,23 +307,23 @@ def init(learner: Learner, action_size: int, obs_size: int, seed, h: Hyper) -> T
 
 
 def evaluate(learner: Learner, state: TrainState, seed, noise_scale, h: Hyper):
-    """The final policy on `eval_episodes` fresh layouts (algos.core.evaluate_policy)."""
+    """The final policy on `eval_episodes` fresh layouts (algos.learning.evaluate_policy)."""
     on = learner.config.normalize_observations
-    return core.evaluate_policy(
+    return evaluate_policy(
         learner, lambda obs: policy_dist(learner, state.params["policy"], normalize(state.normalizer, obs, on)),
         seed, noise_scale, h)
 
 
-def build_programs(config: TrainConfig, env=None, batched: bool = False, shared: bool | None = None) -> core.Programs:
-    """The (unjitted) init / chunk / evaluate of `config`'s static part (algos.core.build_programs'
-    interface; an off-policy algorithm always has a program of its own, so `shared` changes nothing)."""
-    env = env if env is not None else core.make_env(config)
+def build_programs(config: TrainConfig, env=None, batched: bool = False, shared: bool | None = None) -> Programs:
+    """The (unjitted) init / chunk / evaluate of `config`'s static part (the PPO core's
+    build_programs' interface; an off-policy algorithm always has a program of its own, so `shared` changes nothing)."""
+    env = env if env is not None else make_env(config)
     learner = make_learner(config.static_key(), env, batched)
-    precise = core.with_matmul_precision(config.matmul_precision)
+    precise = with_matmul_precision(config.matmul_precision)
 
     def chunk(state, h, num_updates):
-        return core.run_chunk(learner, batched, state, h, num_updates,
+        return run_chunk(learner, batched, state, h, num_updates,
                               lambda st, log: training_step(learner, st, log, h))
 
-    return core.Programs(init=precise(lambda seed, h: init(learner, env.action_size, env.observation_size, seed, h)),
+    return Programs(init=precise(lambda seed, h: init(learner, env.action_size, env.observation_size, seed, h)),
                          chunk=precise(chunk), evaluate=precise(lambda *args: evaluate(learner, *args)))

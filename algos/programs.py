@@ -127,7 +127,7 @@ _COMPILED: dict = {}
 def compile_programs(config, env=None, size: int | None = None, mode: str | None = None) -> Compiled:
     """AOT-compile the programs of `config`'s static part, for one run (`size` None) or a pack
     of `size` members (pack_slots) in `mode` (default: the config's `pack_mode`, resolved)."""
-    from algos.core import make_env
+    from algos.learning import make_env
 
     mode = "sequential" if size is None else resolve_mode(mode or config.pack_mode)
     env = env if env is not None else make_env(config)

@@ -119,7 +119,7 @@ def net_config(name: str, num_envs: int):
 def measure(name: str, num_envs: int, chunks: int, rate_peak: float, env_rate: float):
     cfg = net_config(name, num_envs)
     compiled = compile_programs(cfg)
-    from algos.core import make_env
+    from algos.learning import make_env
 
     env = make_env(cfg)
     h = hyper_of(cfg)
@@ -235,7 +235,7 @@ def main(argv=None) -> None:
     print(f"matmul rate: {peak / 1e9:.1f} GFLOP/s at 2048^3; {layer / 1e9:.1f} GFLOP/s at [9216x256]x[256x256] "
           f"(a CRAX critic layer on one minibatch); ceilings below use the larger")
     peak = max(peak, layer)
-    from algos.core import make_env
+    from algos.learning import make_env
 
     env = make_env(net_config("cpu", args.num_envs))
     env_rate = env_only_rate(env, args.num_envs)

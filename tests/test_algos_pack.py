@@ -154,7 +154,8 @@ def test_a_batched_pack_keeps_every_lazy_branch_of_the_task_a_cond():
     import jax.numpy as jnp
 
     from algos.config import hyper_of, stacked_hyper
-    from algos.core import build_programs, env_batch, make_env
+    from algos.core import build_programs
+    from algos.learning import env_batch, make_env
 
     cfg = make_config("cpu", dict(task="goal", algo="ppo_lag", num_envs=16))
     env = make_env(cfg)

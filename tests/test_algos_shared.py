@@ -15,7 +15,8 @@ import pytest
 
 from algos import registry
 from algos.config import hyper_of, make_config
-from algos.core import build_programs, make_env
+from algos.core import build_programs
+from algos.learning import make_env
 from algos.trace_schema import LOSS_METRICS
 from runs import train
 from runs.pack import Member

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from algos.core import env_batch, merge_member_axis, split_member_axis
+from algos.learning import env_batch, merge_member_axis, split_member_axis
 
 MEMBERS, ENVS = 3, 4
 

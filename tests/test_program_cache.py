@@ -12,7 +12,7 @@ import pytest
 
 from algos import program_cache
 from algos.config import make_config
-from algos.core import make_env
+from algos.learning import make_env
 
 REPO = Path(__file__).resolve().parent.parent
 KW = dict(task="circle", total_steps=8 * 2048, num_envs=4, episode_length=64, eval_episodes=4)

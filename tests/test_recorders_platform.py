@@ -22,7 +22,7 @@ import pytest
 import metrics
 from runs import train
 from algos.config import make_config
-from algos.core import EVAL_SALT
+from algos.learning import EVAL_SALT
 from envs.base import Env
 from envs.goal import GoalTask
 from metrics.cli import main as metrics_main
