@@ -1,4 +1,5 @@
-"""Safe RL algorithms in JAX on one PPO core; algos/registry.py's table lists them (docs/algos.md).
+"""Safe RL algorithms in JAX on two cores side by side, on-policy (core.py) and off-policy
+(offpolicy.py), sharing learning.py; algos/registry.py's table lists them (docs/algos.md).
 
 Importing the package imports no JAX. A module is loaded on its first use as an attribute
 (`algos.ppo_pid`), so the registry names each algorithm's code as `lambda: algos.ppo_pid.HOOKS`

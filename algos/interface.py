@@ -1,4 +1,8 @@
-"""The algorithm interface of the PPO core: what an algorithm may own and replace.
+"""The algorithm interface: what an algorithm may own and replace, on either core.
+
+On the off-policy core (algos/offpolicy.py) an algorithm owns only its state, `init`, `update`
+(once per gradient step, from the sampled batch's mean cost), `multiplier` and `trace`; the
+rest below is the PPO core's (algos/core.py).
 
 An algorithm is an `Hooks` object (the general form, named by its registry entry's `hooks`)
 or a policy loss plus a scalar multiplier update (the simple form, adapted to `Hooks` by
