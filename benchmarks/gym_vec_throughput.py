@@ -8,8 +8,10 @@ For each num_envs, the same `steps` uniform random actions (drawn up front) go t
 - raw loop: a Python loop of one jitted `vmap(env.step)` per step, actions already on the device;
 - gym vec: `vec.step(numpy actions)` per step, each fetching obs, reward, cost, terminated,
   truncated and final obs as numpy (what a torch or numpy trainer gets).
-Env steps/s = num_envs * steps / wall seconds after compilation, best of --repeats, the three
-timed in turn in each repeat so they see the same machine load; ratios are gym vec / raw.
+Env steps/s = num_envs * steps / wall seconds after compilation, and per CPU-second this
+process used (all its threads: what the figure costs, steadier than wall time when other jobs
+share the machine); best of --repeats, the three timed in turn (in a rotating order) in each
+repeat so they see the same machine load; ratios are gym vec / raw.
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import envs  # noqa: E402
 
+BASES = ("wall", "CPU-s")  # per wall-clock second; per CPU-second of this process (less load-dependent)
+
 
 def parse_option(text):
     key, _, value = text.partition("=")
@@ -38,16 +42,17 @@ def parse_option(text):
 
 
 def timed(fn):
-    start = time.perf_counter()
+    """(wall seconds, CPU seconds of this process, all threads) of fn()."""
+    start, cpu = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def measure(task, backend, options, num_envs, steps, repeats):
-    """{method: best env steps/s} for one num_envs."""
+    """{basis: {method: best env steps/s}} for one num_envs, per wall second and per CPU-second."""
     vec = envs.make_vec(task, num_envs, backend=backend, **options)
     env = vec.jax_env
-    actions = np.random.default_rng(0).uniform(-1.0, 1.0, (steps, num_envs, 2)).astype(np.float32)
+    actions = np.random.default_rng(0).uniform(-1.0, 1.0, (steps, num_envs, env.action_size)).astype(np.float32)
     device_actions = jax.device_put(actions)
     per_step = [jax.device_put(a) for a in actions]  # indexing device_actions per step would add an op
     reset = jax.jit(jax.vmap(env.reset))
@@ -72,10 +77,12 @@ def measure(task, backend, options, num_envs, steps, repeats):
     methods = {"raw scan": raw_scan, "raw loop": raw_loop, "gym vec": gym_vec}
     for fn in methods.values():  # compile, warm up
         fn()
-    best = {name: 0.0 for name in methods}
-    for _ in range(repeats):
-        for name, fn in methods.items():
-            best[name] = max(best[name], num_envs * steps / timed(fn))
+    best = {basis: {name: 0.0 for name in methods} for basis in BASES}
+    order = list(methods)
+    for r in range(repeats):  # each repeat in another order, so no method always follows the same one
+        for name in order[r % 3:] + order[:r % 3]:
+            for basis, seconds in zip(BASES, timed(methods[name])):
+                best[basis][name] = max(best[basis][name], num_envs * steps / seconds)
     return best
 
 
@@ -92,11 +99,12 @@ def main(argv=None):
     options = dict(args.option)
     print(f"{args.task} ({args.backend}), {args.steps} steps, best of {args.repeats}, "
           f"jax {jax.__version__} on {jax.devices()[0].platform}; env steps/s")
-    print(f"{'num_envs':>8} {'raw scan':>12} {'raw loop':>12} {'gym vec':>12} {'vec/scan':>9} {'vec/loop':>9}")
+    print(f"{'num_envs':>8} {'per':>6} {'raw scan':>12} {'raw loop':>12} {'gym vec':>12} {'vec/scan':>9} {'vec/loop':>9}")
     for n in args.num_envs:
-        rate = measure(args.task, args.backend, options, n, args.steps, args.repeats)
-        print(f"{n:>8} {rate['raw scan']:>12,.0f} {rate['raw loop']:>12,.0f} {rate['gym vec']:>12,.0f} "
-              f"{rate['gym vec'] / rate['raw scan']:>9.2f} {rate['gym vec'] / rate['raw loop']:>9.2f}", flush=True)
+        rates = measure(args.task, args.backend, options, n, args.steps, args.repeats)
+        for basis, rate in rates.items():
+            print(f"{n:>8} {basis:>6} {rate['raw scan']:>12,.0f} {rate['raw loop']:>12,.0f} {rate['gym vec']:>12,.0f} "
+                  f"{rate['gym vec'] / rate['raw scan']:>9.2f} {rate['gym vec'] / rate['raw loop']:>9.2f}", flush=True)
 
 
 if __name__ == "__main__":

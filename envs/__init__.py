@@ -2,6 +2,7 @@
 
     env = envs.make("goal", backend="builtin", level=1, episode_length=2000)
     state = env.reset(key); state = env.step(state, action)     # pure, jit/vmap-able
+    vec = envs.make_vec("goal", num_envs=16)   # the same as a Gymnasium vector env (envs/gym_vec.py)
 
 `TASK_TABLE` is the one list of tasks: a new task is its module plus an entry there (the
 trainer, the sweep configuration's allowed `tasks` and the CRAX adapter read it). Importing

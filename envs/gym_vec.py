@@ -18,15 +18,14 @@ and the same actions give the same trajectories; `reset()` without a seed starts
 its own next-reset key (what its auto-reset would use), the first time from a fresh OS seed.
 
 Arrays come back as numpy (the whole step output is fetched from the device at once); actions
-are anything numpy converts (torch on the CPU, JAX arrays), shape (num_envs, 2), clipped to
-[-1, 1] by the task. `gymnasium.wrappers.vector.JaxToTorch(vec, device=...)` gives and takes
+are anything numpy converts (torch on the CPU, JAX arrays), shape (num_envs, action size), in
+[-1, 1]. `gymnasium.wrappers.vector.JaxToTorch(vec, device=...)` gives and takes
 torch tensors (`pip install "gymnasium[torch]"`).
 """
 from __future__ import annotations
 
 import gymnasium
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import envs

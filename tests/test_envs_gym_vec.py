@@ -198,11 +198,11 @@ def test_throughput_benchmark_prints_each_method_and_the_ratios(capsys):
     gym_vec_throughput.main(["--num-envs", "2", "--steps", "4", "--repeats", "1", "--option", "episode_length=3"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("goal (builtin), 4 steps, best of 1") and lines[1].split() == [
-        "num_envs", "raw", "scan", "raw", "loop", "gym", "vec", "vec/scan", "vec/loop"]
+        "num_envs", "per", "raw", "scan", "raw", "loop", "gym", "vec", "vec/scan", "vec/loop"]
     rows = [line.split() for line in lines[2:]]
-    assert [row[0] for row in rows] == ["2"]
+    assert [row[:2] for row in rows] == [["2", "wall"], ["2", "CPU-s"]]
     for row in rows:
-        scan, loop, vec = (float(x.replace(",", "")) for x in row[1:4])
+        scan, loop, vec = (float(x.replace(",", "")) for x in row[2:5])
         assert min(scan, loop, vec) > 0
-        assert float(row[4]) == pytest.approx(vec / scan, rel=0.02, abs=0.006)
-        assert float(row[5]) == pytest.approx(vec / loop, rel=0.02, abs=0.006)
+        assert float(row[5]) == pytest.approx(vec / scan, rel=0.02, abs=0.006)
+        assert float(row[6]) == pytest.approx(vec / loop, rel=0.02, abs=0.006)
