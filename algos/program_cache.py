@@ -165,6 +165,8 @@ def cache_key(path: str | None = None) -> bytes:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         pass  # made earlier, or by a concurrent job: read it below
+    except OSError as err:  # a read-only home: the jobs compile, uncached, rather than fail
+        raise UnusableKey(f"{path}: cannot create the program cache's key: {err.strerror or err}") from None
     else:
         with os.fdopen(fd, "wb") as f:
             f.write(secrets.token_bytes(KEY_BYTES))

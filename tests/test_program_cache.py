@@ -217,6 +217,17 @@ def test_the_key_is_made_private_on_first_use_and_refused_when_others_may_write_
         program_cache.cache_key(str(path))
 
 
+def test_a_key_that_cannot_be_made_leaves_programs_unstored_not_the_job_failed(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a-file").write_text("")  # the key's folder cannot be made (as in a read-only home)
+    monkeypatch.setenv(program_cache.KEY_ENV, str(tmp_path / "a-file" / "key"))
+    path = _entry(tmp_path)
+    program_cache.save(path, (), None)
+    assert not os.path.exists(path)
+    out = capsys.readouterr().out
+    assert out.startswith(f"compiled-program cache: not storing {path} ({tmp_path / 'a-file' / 'key'}: cannot ")
+    assert out.endswith("the program cache's key: Not a directory)\n") and out.count("\n") == 1
+
+
 def test_the_key_lives_in_the_users_config_folder_unless_named(monkeypatch, tmp_path):
     monkeypatch.delenv(program_cache.KEY_ENV, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
