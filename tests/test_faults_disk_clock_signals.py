@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -316,18 +317,26 @@ def test_sigint_to_the_controller_mid_training_checkpoints_within_a_minute_and_t
     proc = subprocess.Popen(SNAKEMAKE, cwd=sweep, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=HELD)  # the trainer holds after its first chunk: mid-training when signalled
     seen = []
-    for line in proc.stdout:  # the console says when the pack compiles and trains (workflow.console)
-        seen.append(line)
-        if line.startswith("train_circle_ppo_p0: training (programs "):
-            break
-    assert any(line.startswith("train_circle_ppo_p0: compiling (4 runs, ") for line in seen), "".join(seen)[-3000:]
-    while proc.poll() is None and not any((run / run_layout.PROGRESS).exists() for run in pack):
+
+    def read():
+        for line in proc.stdout:
+            seen.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    training = "train_circle_ppo_p0: training (programs "  # the console's line (workflow.console)
+    deadline = time.monotonic() + 900  # only a broken console waits this long: the trainer holds
+    while proc.poll() is None and time.monotonic() < deadline and not (
+            any(line.startswith(training) for line in seen) and any((r / run_layout.PROGRESS).exists() for r in pack)):
         time.sleep(0.05)
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)  # to the controller alone, as `kill -INT <pid>`
-    out, _ = proc.communicate(timeout=300)
-    out = "".join(seen) + out
+    proc.wait(timeout=300)
     took = time.monotonic() - sent
+    reader.join(timeout=60)
+    out = "".join(seen)
+    assert any(line.startswith("train_circle_ppo_p0: compiling (4 runs, ") for line in seen), out[-3000:]
+    assert any(line.startswith(training) for line in seen), out[-3000:]
     assert proc.returncode == 130, out[-3000:]
     assert took < 60, f"{took:.0f} s"
     assert out.rstrip().endswith("Stopped by SIGINT: 4 runs checkpointed; run the same command again to resume them."), \

@@ -77,3 +77,13 @@ def test_a_stop_and_a_failed_run_are_said(tmp_path):
         "train_p0: SIGTERM: checkpoints written, exiting 75"]
     w.filter(record("LogEvent.JOB_ERROR", jobid=1))
     assert w.packs == {}
+
+
+def test_a_log_snakemake_replaces_when_the_job_starts_is_read_from_its_start(tmp_path):
+    log = tmp_path / "train_p0.log"
+    log.write_text("[circle/d15/ppo/seed0 +3] training: the previous sweep's\n" * 40)
+    w, _ = watcher(tmp_path)
+    w.filter(record("LogEvent.JOB_INFO", rule_name="train_p0", jobid=1))
+    log.unlink()  # Snakemake removes a job's old log before running it
+    log.write_text(COMPILE + "\n")
+    assert w.poll(w.packs[1].started + 1) == ["train_p0: compiling (4 runs, a sequential program of 4 slots)"]

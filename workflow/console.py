@@ -35,7 +35,8 @@ class Pack:
 
     rule: str
     log: str
-    offset: int  # the log's size when the job started: earlier attempts' lines are not this job's
+    offset: int  # where this job's lines begin: the log's size when the job started, or 0 in a new log
+    inode: int | None  # the log file's when the job started (Snakemake then replaces it: a new log)
     started: float
     phase: str = "starting"
     phase_since: float = 0.0
@@ -86,6 +87,11 @@ def heartbeat(pack: Pack, now: float) -> str | None:
 def _read_new(pack: Pack) -> list[str]:
     try:
         with open(pack.log, "rb") as f:
+            st = os.fstat(f.fileno())
+            # Snakemake deletes a job's old log before the job runs: a new file (or, its inode
+            # reused, one shorter than where the old ended) is read from its start
+            if st.st_ino != pack.inode or st.st_size < pack.offset:
+                pack.inode, pack.offset, pack.partial = st.st_ino, 0, ""
             f.seek(pack.offset)
             data = f.read()
     except OSError:
@@ -112,10 +118,15 @@ class Watcher(logging.Filter):
         rule = getattr(record, "rule_name", "") or ""
         if event.endswith("job_info") and rule.startswith(self.rule_prefix) and not getattr(record, "dryrun", False):
             log = self.log_of(rule)
-            offset = os.path.getsize(log) if os.path.exists(log) else 0
+            try:
+                st = os.stat(log)
+                offset, inode = st.st_size, st.st_ino
+            except OSError:
+                offset, inode = 0, None
             now = time.monotonic()
             with self.lock:
-                self.packs[getattr(record, "jobid", rule)] = Pack(rule, log, offset, now, phase_since=now, said_at=now)
+                self.packs[getattr(record, "jobid", rule)] = Pack(rule, log, offset, inode, now, phase_since=now,
+                                                                  said_at=now)
         elif event.endswith("job_finished") or event.endswith("job_error"):
             with self.lock:
                 self.packs.pop(getattr(record, "job_id", getattr(record, "jobid", None)), None)
