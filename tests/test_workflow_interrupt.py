@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -110,3 +111,21 @@ def test_sigterm_to_a_controller_running_as_a_slurm_job_is_left_to_snakemake():
     # its time limit: the cluster jobs go on and the relaunched controller takes them over
     assert interrupt.stop_signals({"SLURM_JOB_ID": "17"}) == (signal.SIGINT,)
     assert interrupt.stop_signals({}) == (signal.SIGINT, signal.SIGTERM)
+
+
+def test_a_second_ctrl_c_ends_the_wait_for_the_jobs(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(interrupt._state, "signal", signal.SIGINT)
+    monkeypatch.setattr(interrupt, "held", lambda folders: list(folders))  # a job that never lets go
+    previous = {s: signal.getsignal(s) for s in interrupt.STOP_SIGNALS}
+    interrupt.install()
+    try:
+        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+        started = time.monotonic()
+        with pytest.raises(SystemExit) as stop:
+            interrupt.report([str(tmp_path)], wait_s=120)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    assert stop.value.code == 130 and time.monotonic() - started < 30
+    assert capsys.readouterr().err == ("Stopped by SIGINT: no run was checkpointed; run the same command again to "
+                                       "go on. (1 run folder still locked by jobs that are ending.)\n")

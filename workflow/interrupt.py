@@ -32,6 +32,7 @@ WAIT_FOR_JOBS_S = 45.0  # how long the controller waits for (cluster) jobs to le
 
 class _State:
     signal: int | None = None
+    waiting: bool = False  # report() waits for the jobs: a second signal stops the wait
 
 
 _state = _State()
@@ -59,6 +60,8 @@ def install() -> None:
 
 def _stop(signum, frame) -> None:
     if _state.signal is not None:  # already stopping: the jobs have their signal
+        if _state.waiting:
+            raise KeyboardInterrupt  # report() stops waiting and says what it knows
         return
     _state.signal = signum
     _quiet_console()
@@ -155,16 +158,22 @@ def summary(signum: int, resumable: int, still_held: int) -> str:
 
 def report(folders, wait_s: float = WAIT_FOR_JOBS_S) -> None:
     """After a stop (stopped_by()): wait up to `wait_s` for the jobs to let go of `folders`
-    (the sweep's pending run folders), print the one line and exit 128 + signal. Does nothing
-    when the sweep failed for another reason."""
+    (the sweep's pending run folders; a second signal ends the wait), print the one line and
+    exit 128 + signal. Does nothing when the sweep failed for another reason."""
     signum = stopped_by()
     if signum is None:
         return
     folders = list(folders)
     deadline = time.monotonic() + wait_s
     busy = held(folders)
-    while busy and time.monotonic() < deadline:
-        time.sleep(1.0)
-        busy = held(busy)
+    _state.waiting = True
+    try:
+        while busy and time.monotonic() < deadline:
+            time.sleep(1.0)
+            busy = held(busy)
+    except KeyboardInterrupt:  # a second Ctrl-C
+        pass
+    finally:
+        _state.waiting = False
     print(summary(signum, len(checkpointed(folders)), len(busy)), file=sys.stderr, flush=True)
     raise SystemExit(128 + signum)
