@@ -55,12 +55,14 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from algos import registry
 from algos.ppo_lag import ppo_lag_loss
 from algos.interface import Hooks, UpdateStats
 from algos.networks import init_mlp
 from algos.normalizer import Normalizer, init_normalizer, update_normalizer
 
-MAX_OBS, MAX_ACT, HIDDEN = 256, 8, 64
+MAX_OBS, MAX_ACT = registry.get("ppo_shield").max_sizes  # the sweep's config check refuses larger tasks
+HIDDEN = 64
 _ADAM = optax.scale_by_adam()
 NAN = float("nan")
 

@@ -92,6 +92,9 @@ class Algorithm:
     multiplier: str | None = None
     learner: str = "ppo"  # the core that trains it: a key of LEARNERS (on-policy PPO or off-policy SAC)
     scalars_of: tuple = ()  # other algorithms whose scalars it reads too (part of its runs' identity)
+    # (observation entries, action dims) it takes at most; None: any. The sweep's config check
+    # refuses a larger task (workflow/config_validation.py, check_task_sizes) before any job runs.
+    max_sizes: tuple[int, int] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "scalars", {
@@ -210,6 +213,7 @@ ALGORITHMS: dict[str, Algorithm] = {
             "cvar_init": Scalar(0.0, "lambda at the start of training")}),
     "ppo_shield": Algorithm(
         label="PPO-Shield", uses_cost_critic=True, hooks=lambda: algos.ppo_shield.HOOKS,
+        max_sizes=(256, 8),  # its cost model's arrays are sized before the task is known
         multiplier="\u03bb (Lagrange multiplier, shielded)",
         state_columns=("shield_corrected", "shield_correction", "shield_clipped", "shield_infeasible",
                        "shield_model_loss"),

@@ -11,7 +11,8 @@ has level 1 only: CRAX's own defaults.
 
 `catalogue()` is what the sweep's config check reads: the scan's result cached as JSON per CRAX
 version next to the JAX compilation cache, written by a subprocess on a miss, so Snakemake's
-process never imports JAX.
+process never imports JAX. `sizes()` does the same for the observation and action sizes of the
+tasks a size-limited algorithm (algos/registry.py, max_sizes) would train.
 
 A run names a task by its built-in alias (goal -> safe_goal_point) or by CRAX's name.
 """
@@ -90,6 +91,43 @@ def catalogue(cache_dir: str | None = None) -> dict[str, list[int]]:
         return {k: list(v) for k, v in json.load(f).items()}
 
 
+def measure_sizes(tasks) -> dict[str, dict[str, list[int]]]:
+    """{name: {level: [observation size, action size]}} of each (name, level) in `tasks`, from
+    the environment (imports crax and JAX; envs.make traces one reset, compiles nothing)."""
+    out: dict = {}
+    for name, level in tasks:
+        env = envs.make(name, backend="crax", level=int(level), episode_length=1)
+        out.setdefault(name, {})[str(level)] = [env.observation_size, env.action_size]
+    return out
+
+
+def sizes(tasks, cache_dir: str | None = None) -> dict[tuple[str, int], tuple[int, int]]:
+    """{(name, level): (observation size, action size)} of each (name, level) in `tasks`: what
+    measure_sizes gives, cached in `<cache_dir>/crax_sizes-<version>.json` beside the catalogue;
+    those missing are measured in a subprocess (this process stays free of JAX; a few seconds
+    per task) and added to the file atomically."""
+    version = crax_version()
+    if version is None:
+        raise ImportError("backend 'crax' needs the optional crax extra (PyPI crax-bench): pip install -e '.[crax]'")
+    path = os.path.join(cache_dir or default_cache_dir(), f"crax_sizes-{version}.json")
+    missing = [(n, lv) for n, lv in tasks if str(lv) not in _read(path).get(n, {})]
+    if missing:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        subprocess.run([sys.executable, "-m", "envs.crax_registry", "--sizes", path,
+                        *(str(v) for pair in missing for v in pair)], check=True,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), stdout=subprocess.DEVNULL)
+    known = _read(path)
+    return {(n, lv): tuple(known[n][str(lv)]) for n, lv in tasks}
+
+
+def _read(path: str) -> dict:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
 def check(task: str, level: int, tasks: dict[str, list[int]]) -> str:
     """CRAX's name of `task` if CRAX has it at `level`; else ValueError naming the closest valid
     names, or the levels the task has."""
@@ -105,12 +143,18 @@ def check(task: str, level: int, tasks: dict[str, list[int]]) -> str:
     return name
 
 
-def _write(path: str) -> None:
+def _write(path: str, table: dict) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        json.dump(scan(), f, indent=1, sort_keys=True)
+        json.dump(table, f, indent=1, sort_keys=True)
     os.replace(tmp, path)
 
 
 if __name__ == "__main__":
-    _write(sys.argv[1])
+    if sys.argv[1] == "--sizes":  # --sizes PATH NAME LEVEL [NAME LEVEL ...]: add their sizes to PATH
+        table, args = _read(sys.argv[2]), sys.argv[3:]
+        for name, levels in measure_sizes(zip(args[::2], args[1::2])).items():
+            table[name] = {**table.get(name, {}), **levels}
+        _write(sys.argv[2], table)
+    else:
+        _write(sys.argv[1], scan())

@@ -2,8 +2,10 @@
 run time, refusals with the valid choices, a mixed grid's aggregation by hand.
 
 The tests marked crax import CRAX (the crax extra) but compile nothing (sizes come from
-jax.eval_shape); the sweep that trains is tests/test_crax_tasks_sweep.py."""
+jax.eval_shape; PPO-Saute's humanoid program is traced, not compiled); the sweep that trains is tests/test_crax_tasks_sweep.py."""
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pandas as pd
@@ -162,3 +164,64 @@ def test_envs_make_builds_any_crax_task_and_refuses_with_the_choices():
         envs.make("safe_velocity_hopper", backend="crax", level=5)
     with pytest.raises(ValueError, match="unknown task 'safe_velocity_hopper'.*backend='crax'"):
         envs.make("safe_velocity_hopper")  # the built-in backend has the four point tasks only
+
+
+# ---- algorithms with a size limit ------------------------------------------------------------
+
+@needs_crax
+@pytest.mark.slow
+def test_ppo_shield_is_refused_at_config_time_on_a_task_larger_than_its_cost_model(tmp_path, monkeypatch):
+    pytest.importorskip("crax")
+    from envs import crax_registry
+
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path))  # an empty cache: sizes measured
+    base = {"preset": "velocity-tiny", "tasks": ["safe_velocity_hopper", "safe_velocity_humanoid"], "bounds": [1.6]}
+    with pytest.raises(cv.ConfigError, match=r"config key 'algos\[1\]': ppo_shield cannot train task "
+                                             r"'safe_velocity_humanoid': it takes at most 256 observation entries "
+                                             r"and 8 action dimensions, the task has 244 and 17"):
+        cv.resolve({**base, "algos": ["ppo_lag", "ppo_shield"]})
+    cached = json.loads((tmp_path / f"crax_sizes-{crax_registry.crax_version()}.json").read_text())
+    assert cached == {"safe_velocity_hopper": {"1": [11, 3]}, "safe_velocity_humanoid": {"1": [244, 17]}}
+
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError(f"sizes measured again: {args}")
+
+    monkeypatch.setattr(crax_registry.subprocess, "run", no_subprocess)  # from here on, the cache answers
+    fits = cv.resolve({**base, "tasks": ["safe_velocity_hopper"], "algos": ["ppo_shield"]})
+    assert sorted(fits["specs"]) == ["safe_velocity_hopper/d1.6/ppo_shield/seed0",
+                                     "safe_velocity_hopper/d1.6/ppo_shield/seed1"]
+    assert len(cv.resolve({**base, "algos": ["ppo_saute"]})["specs"]) == 4  # no limit: humanoid is planned
+
+
+def test_the_builtin_tasks_fit_every_algorithms_size_limit():
+    import envs
+    from algos import registry
+
+    limits = {name: a.max_sizes for name, a in registry.ALGORITHMS.items() if a.max_sizes is not None}
+    assert limits == {"ppo_shield": (256, 8)}
+    for task in envs.TASKS:
+        env = envs.make(task)
+        for max_obs, max_act in limits.values():
+            assert env.observation_size <= max_obs and env.action_size <= max_act, task
+
+
+@needs_crax
+@pytest.mark.slow
+def test_ppo_saute_builds_its_program_on_the_largest_velocity_task():
+    """PPO-Saute appends one observation entry (the budget left), so it fits any task: its
+    training program traces on humanoid (244 entries, 17 actions) with a 245-entry policy input."""
+    pytest.importorskip("crax")
+    import jax
+    import jax.numpy as jnp
+
+    from algos.config import hyper_of, make_config
+    from algos.core import build_programs
+
+    config = make_config("cpu", dict(task="safe_velocity_humanoid", backend="crax", algo="ppo_saute", num_envs=2,
+                                     episode_length=8, total_steps=64), ["batch_size=2", "num_minibatches=1",
+                                                                          "chunk_updates=1"])
+    programs, h = build_programs(config), hyper_of(config)
+    state = jax.eval_shape(programs.init, jnp.int32(0), h)
+    assert state.normalizer.mean.shape == (245,)
+    after, *_ = jax.eval_shape(programs.chunk, state, h, jnp.int32(1))
+    assert after.normalizer.mean.shape == (245,) and after.transform_state.budget.shape == (2,)

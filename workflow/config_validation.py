@@ -232,6 +232,32 @@ def check_tasks(cfg: Mapping) -> None:
             raise ConfigError(f"{key}: {err}", ("tasks", i)) from None
 
 
+def check_task_sizes(cfg: Mapping) -> None:
+    """Refuse an algorithm with a size limit (algos/registry.py, max_sizes: PPO-Shield's cost
+    model) on a CRAX task larger than it takes, before any job runs (the trainer would fail
+    only when it builds its program). Sizes come from envs.crax_registry.sizes (cached; measured
+    in a subprocess). The built-in tasks, a point robot's, fit every limit (tests/test_crax_tasks.py)."""
+    from algos import registry
+    from runs.run_layout import parse_task_id
+
+    limited = [(i, a, registry.get(a).max_sizes) for i, a in enumerate(cfg["algos"])
+               if registry.get(a).max_sizes is not None]
+    if cfg["backend"] != "crax" or not limited:
+        return
+    from envs import crax_registry
+
+    tasks = {text: parse_task_id(text) for text in cfg["tasks"]}
+    sizes = crax_registry.sizes(sorted(set(tasks.values())))
+    for i, algo, (max_obs, max_act) in limited:
+        for text, pair in tasks.items():
+            obs, act = sizes[pair]
+            if obs > max_obs or act > max_act:
+                raise ConfigError(
+                    f"config key 'algos[{i}]': {algo} cannot train task {text!r}: it takes at most {max_obs} "
+                    f"observation entries and {max_act} action dimensions, the task has {obs} and {act} "
+                    f"(algos/registry.py, max_sizes); drop {algo} or the task, or sweep them apart", ("algos", i))
+
+
 def task_bounds(cfg: Mapping) -> dict[str, list[float]]:
     """Each task id's bounds. `bounds` is one list for every task, or a mapping whose keys are
     task ids, shell patterns over task ids (`safe_velocity_*`) or `default`: a task takes its
@@ -344,6 +370,7 @@ def validate(cfg: Mapping) -> dict:
             key += tuple(sorted(k for k in errors[0].instance if k not in allowed))[:1]
         raise ConfigError(_schema_error_message(errors[0]), key)
     check_tasks(cfg)
+    check_task_sizes(cfg)
     check_grid_values(cfg)
     out = copy.deepcopy(dict(cfg))
     out["task_bounds"] = task_bounds(cfg)
