@@ -10,6 +10,9 @@ A run folder's curve is always what its host log holds: opening a run (fresh, re
 checkpoint, or retrained) replaces the event files an earlier attempt left, which may hold
 iterates past the checkpoint (work lost to a kill), with the host log's iterates so far; each
 chunk then appends its new ones. So a resumed curve has no gap and no duplicate for any reader.
+A chunk's iterates are written in one go, in the training loop's thread: one event per
+iterate with all its values, flushed once (a writer thread and an event per value cost several
+times more CPU on a 2-core node; docs/cluster.md gives the measured cost).
 `tensorboard --logdir <sweep folder>` names each run by its folder: runs/{task}/d{bound}/{algo}/seed{seed}.
 """
 from __future__ import annotations
@@ -17,15 +20,15 @@ from __future__ import annotations
 import glob
 import itertools
 import os
+import socket
+import struct
+import time
+
 import numpy as np
 
 from algos.trace_schema import trace_columns
 
 EVENTS_GLOB = "events.out.tfevents.*"  # the event files' names (TensorBoard's own pattern)
-# tensorboardX writes from a queue in a thread of its own: events reach the disk within
-# FLUSH_SECS (so a curve is live while the run trains); a large queue never blocks the loop
-FLUSH_SECS = 10
-MAX_QUEUE = 100_000
 # trace columns that are not curves of their own: the step, its position, or given as train/ tags
 _NOT_CURVES = ("iteration", "update", "env_steps", "wall_time", "multiplier", "mean_return", "mean_cost")
 _writers = itertools.count()  # distinct event file names for writers opened in the same second
@@ -78,48 +81,86 @@ def event_files(folder: str) -> list[str]:
     return sorted(glob.glob(os.path.join(glob.escape(folder), EVENTS_GLOB)))
 
 
-class RunEvents:
-    """One run's TensorBoard event files: the run's host log so far (replacing the event files of
-    earlier attempts once a closed file holds it), then each chunk's new iterates."""
+class EventFile:
+    """One TensorBoard event file, written by this process as the run trains: each call of
+    `write` is a chunk's iterates, one event per step holding all its values, and reaches the
+    file at once (no writer thread, no queue). Records are TensorBoard's (TFRecord framing with
+    tensorboardX's checksum; crc32c, when installed, makes that checksum native)."""
 
-    def __init__(self, out: str, config, algorithm, arrays: dict):
-        self.out, self.config, self.algorithm = out, config, algorithm
+    def __init__(self, folder: str):
+        from tensorboardX.proto.event_pb2 import Event  # imported only when curves are written
+        from tensorboardX.proto.summary_pb2 import Summary
+        from tensorboardX.record_writer import masked_crc32c
+
+        self._event, self._summary, self._crc = Event, Summary, masked_crc32c
+        os.makedirs(folder, exist_ok=True)
+        self.path = os.path.join(folder, f"events.out.tfevents.{time.time():.0f}.{socket.gethostname()}"
+                                         f".{os.getpid()}.{next(_writers):06d}")
+        self._file = open(self.path, "ab")
+        self._record(Event(wall_time=time.time(), file_version="brain.Event:2"))
+        self.flush()
+
+    def _record(self, event) -> None:
+        data = event.SerializeToString()
+        header = struct.pack("<Q", len(data))
+        self._file.write(header + struct.pack("<I", self._crc(header)) + data + struct.pack("<I", self._crc(data)))
+
+    def write(self, first_step: int, scalars: dict[str, np.ndarray]) -> None:
+        """Steps first_step.. with each tag's values (the tags' arrays are as long as the steps);
+        a non-finite value is left out of its step."""
+        tags = list(scalars)
+        values = np.stack([np.asarray(scalars[t], np.float64) for t in tags], axis=1) if tags else np.zeros((0, 0))
+        finite = np.isfinite(values)
+        now, Value = time.time(), self._summary.Value
+        for row, (vals, ok) in enumerate(zip(values.tolist(), finite.tolist())):
+            summary = self._summary(value=[Value(tag=t, simple_value=v) for t, v, k in zip(tags, vals, ok) if k])
+            self._record(self._event(wall_time=now, step=first_step + row, summary=summary))
+        self.flush()
+
+    def flush(self, durable: bool = False) -> None:
+        """To the operating system, where TensorBoard reads it; `durable`: to the disk too (an
+        fsync, which costs ms of wall time: at the end, not after each chunk)."""
+        self._file.flush()
+        if durable:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self.flush(durable=True)
+        self._file.close()
+
+
+class RunEvents:
+    """One run's event file: the run's host log so far (replacing the event files of earlier
+    attempts once it is on disk), then each chunk's new iterates."""
+
+    def __init__(self, out: str, config, algorithm, host):
+        self.config, self.algorithm = config, algorithm
         self.written = 0
         earlier = event_files(out)
-        self.writer = self._open()
-        self.extend(arrays)
-        if earlier:  # close() writes every queued event: only then may the earlier files go
-            self.writer.close()
+        self.file = EventFile(out)
+        self.extend(host)
+        if earlier:  # only once the host log is on disk may the earlier files go
+            self.file.flush(durable=True)
             for path in earlier:  # a crash before this leaves duplicates for a moment, never a gap
                 os.remove(path)
-            self.writer = self._open()
 
-    def _open(self):
-        from tensorboardX import SummaryWriter  # imported only when curves are written
-
-        return SummaryWriter(self.out, max_queue=MAX_QUEUE, flush_secs=FLUSH_SECS,
-                             filename_suffix=f".{os.getpid()}.{next(_writers):06d}")
-
-    def extend(self, arrays: dict) -> None:
-        """Queue the iterates of `arrays` (the whole host log) not written yet."""
-        J = len(arrays["update"])
-        if J > self.written:
-            scalars = iterate_scalars(arrays, self.config, self.algorithm)
-            for step in range(self.written, J):
-                for tag, values in scalars.items():
-                    if np.isfinite(values[step]):
-                        self.writer.add_scalar(tag, float(values[step]), step)
-            self.written = J
+    def extend(self, host) -> None:
+        """Write the iterates of `host` (the run's runs.pack.HostLog) not written yet. Reads the
+        new rows and the one before them (train/steps_per_s is a difference from it)."""
+        if host.count > self.written:
+            before = min(self.written, 1)
+            scalars = iterate_scalars(host.since(self.written - before), self.config, self.algorithm)
+            self.file.write(self.written, {tag: v[before:] for tag, v in scalars.items()})
+            self.written = host.count
 
     def finish(self, final: dict) -> None:
         """The final phases' scalars at the last iterate (their episodes' iteration), then close."""
-        step = max(self.written - 1, 0)
-        for tag, value in final_scalars(final, self.config.bound).items():
-            self.writer.add_scalar(tag, value, step)
+        scalars = final_scalars(final, self.config.bound)
+        self.file.write(max(self.written - 1, 0), {tag: np.asarray([v]) for tag, v in scalars.items()})
         self.close()
 
     def close(self) -> None:
-        self.writer.close()
+        self.file.close()
 
 
 class PackCurves:
@@ -130,7 +171,7 @@ class PackCurves:
     def __init__(self, members, progress):
         from algos.registry import get as get_algorithm
 
-        self.events = {m.out: RunEvents(m.out, m.config, get_algorithm(m.config.algo), p.host.arrays())
+        self.events = {m.out: RunEvents(m.out, m.config, get_algorithm(m.config.algo), p.host)
                        for m, p in zip(members, progress) if p.failed is None}
         self.members = members
 
@@ -139,7 +180,7 @@ class PackCurves:
         for m, p in zip(self.members, progress):
             if m.out in self.events:
                 if p.failed is None:
-                    self.events[m.out].extend(p.host.arrays())
+                    self.events[m.out].extend(p.host)
                 else:
                     self.events.pop(m.out).close()
 

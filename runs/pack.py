@@ -50,11 +50,23 @@ class HostLog:
         if arrays is not None and "state" not in arrays:  # a checkpoint of a version without state columns
             arrays = {**arrays, "state": np.zeros((len(arrays["update"]), num_state), np.float32)}
         self.parts = {k: ([arrays[k]] if arrays is not None else []) for k in HOST_FIELDS}
+        self.count = len(arrays["update"]) if arrays is not None else 0  # iterates logged so far
 
     def append(self, log: dict, count: int, wall_time) -> None:
         for k in DEVICE_FIELDS:
             self.parts[k].append(np.asarray(log[k][:count]))
         self.parts["wall_time"].append(wall_time)
+        self.count += count
+
+    def since(self, first: int) -> dict:
+        """Iterates `first`.. as one array per field, copying only the newest parts that hold
+        them (the curves read each chunk's rows so; the whole log is not compacted each chunk)."""
+        k, start = len(self.parts["update"]), self.count
+        while k > 0 and start > first:
+            k -= 1
+            start -= len(self.parts["update"][k])
+        return {f: np.concatenate(v[k:])[max(first - start, 0):] if v[k:] else self.empty[f]
+                for f, v in self.parts.items()}
 
     def arrays(self) -> dict:
         """The log so far as one array per field (and compacted to that)."""

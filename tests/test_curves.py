@@ -171,3 +171,25 @@ def test_the_trainer_refuses_wandb_it_cannot_import_before_training(tmp_path, mo
     assert status == 1 and not (out / "checkpoint").exists()
     assert 'pip install -e ".[wandb]"' in capsys.readouterr().err
     assert "wandb" in json.load(open(out / "failure.json"))["error"]
+
+
+def test_the_host_logs_newest_rows_are_the_whole_logs_tail():
+    from runs.pack import HostLog
+
+    rng = np.random.default_rng(0)
+    start = {k: rng.normal(size=(3, *shape)).astype(dtype) for k, (shape, dtype) in
+             {"update": ((), np.int32), "step": ((), np.int32), "ret": ((2,), np.float32), "cost": ((2,), np.float32),
+              "length": ((2,), np.int32), "multiplier": ((), np.float32), "metrics": ((6,), np.float32),
+              "state": ((1,), np.float32), "wall_time": ((), np.float64)}.items()}
+    host = HostLog(2, start, num_state=1)  # a checkpoint's 3 iterates, then chunks of 2, 0 and 4
+    for count in (2, 0, 4):
+        chunk = {k: rng.normal(size=(5, *v.shape[1:])).astype(v.dtype) for k, v in start.items()}
+        host.append(chunk, count, chunk["wall_time"][:count])
+    assert host.count == 9
+    tails = [host.since(first) for first in range(11)]  # from the parts as the chunks left them
+    whole = host.arrays()
+    for first, tail in enumerate(tails):
+        for k, v in whole.items():
+            np.testing.assert_array_equal(tail[k], v[first:], err_msg=f"{k} since {first}")
+            assert tail[k].dtype == v.dtype and tail[k].shape[1:] == v.shape[1:]
+    np.testing.assert_array_equal(host.since(4)["ret"], whole["ret"][4:])  # and once compacted
