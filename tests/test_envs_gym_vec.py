@@ -6,6 +6,7 @@ its own (slow: CRAX's reset and step compile for about 45 s each on a 2-core CPU
 """
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,8 @@ def random_rollout(env, seed, steps=STEPS):
 
 def test_import_envs_loads_neither_jax_nor_gymnasium():
     code = "import sys, envs; assert callable(envs.make); print(sorted({'jax', 'gymnasium'} & set(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.strip() == "[]"
 
 
