@@ -191,6 +191,9 @@ def test_crax_task_steps_1000_random_steps_same_step(tmp_path):
     assert (table.length == length).all() and len(table) == 3 * n
     expected_cost = np.stack(costs)[:900].reshape(3, length, n).astype(np.float64).sum(axis=1).ravel()
     np.testing.assert_allclose(table["cost"], expected_cost, rtol=1e-9, atol=1e-12)
+    # any CRAX task by CRAX's name and level: the spaces are the environment's own (built, not stepped)
+    hopper = envs.make_vec("safe_velocity_hopper", 3, backend="crax", level=2)
+    assert hopper.action_space.shape == (3, 3) and hopper.observation_space.shape == (3, 11)
 
 
 @pytest.mark.slow
