@@ -150,3 +150,19 @@ def test_the_planner_caps_a_pack_by_the_members_states_that_fit_in_train_memory_
     assert planned["goal_sac_lag_p0"] == 2 and len([n for n in planned if n.startswith("goal_sac_lag_")]) == 3
     assert (tmp_path / "state_bytes.json").exists()  # measured once: the next plan reads it
     assert packs.pack_sizes(cfg) == sizes
+
+
+@pytest.mark.slow
+@pytest.mark.crax
+def test_sac_lag_trains_on_a_crax_task(tmp_path):
+    """The off-policy core takes CRAX's tasks as the PPO core does (the env is the same `Env`)."""
+    pytest.importorskip("crax", reason="the crax extra (PyPI crax-bench) is not installed: pip install -e '.[crax]'")
+    from runs import train
+
+    cfg = make_config("cpu", dict(task="goal", backend="crax", algo="sac_lag", bound=1.0, seed=0, total_steps=2 * 16,
+                                  num_envs=2, episode_length=16, eval_episodes=2),
+                      ["replay_size=64", "replay_batch_size=8", "offpolicy_hidden=8,8", "chunk_updates=16"])
+    assert train.run(cfg, str(tmp_path), quiet=True) == 0
+    episodes, trace = tables(tmp_path)
+    assert set(episodes.phase) == {"train", "final_explore", "final_greedy"} and len(trace) == 1
+    assert np.isfinite(trace[["value_loss", "cost_value_loss", "policy_loss", "sac_alpha"]].to_numpy()).all()
