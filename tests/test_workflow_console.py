@@ -87,3 +87,12 @@ def test_a_log_snakemake_replaces_when_the_job_starts_is_read_from_its_start(tmp
     log.unlink()  # Snakemake removes a job's old log before running it
     log.write_text(COMPILE + "\n")
     assert w.poll(w.packs[1].started + 1) == ["train_p0: compiling (4 runs, a sequential program of 4 slots)"]
+
+
+def test_the_console_gap_benchmark_measures_each_packs_longest_silence():
+    from benchmarks import console_gaps
+
+    stamped = [(0.0, "localrule train_p0:"), (1.0, "localrule summarise_p0:"), (3.0, "train_p0: compiling (4 runs)"),
+               (28.5, "train_p0: compiling for 25 s"), (30.0, "train_p1: compiling (2 runs)"),
+               (40.0, "Finished jobid: 3 (Rule: train_p0)")]
+    assert console_gaps.gaps(stamped) == {"train_p0": (40.0, 4, 25.5), "train_p1": (0.0, 1, 0.0)}
