@@ -85,11 +85,14 @@ def test_csv_safe_leaves_a_clean_frame_untouched():
 
 
 def test_the_report_escapes_html_in_names(tmp_path):
-    tiers = tmp_path / "tiers.csv"
-    pd.DataFrame({"algo": ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>"], "phase": ["train", "train"],
-                  "tier": [0, 1]}).to_csv(tiers, index=False)
+    names = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>"]
+    tiers, iqm = tmp_path / "tiers.csv", tmp_path / "iqm.csv"
+    pd.DataFrame({"algo": names, "phase": ["train", "train"], "tier": [0, 1], "p_tier0": [1.0, 0.0],
+                  "p_tier1": [0.0, 1.0], "p_tier2": 0.0, "p_tier3": 0.0, "p_tier4": 0.0}).to_csv(tiers, index=False)
+    pd.DataFrame({"algo": names, "phase": "train", "metric": "V", "iqm": [0.5, 0.2], "ci_low": [0.4, 0.1],
+                  "ci_high": [0.6, 0.3]}).to_csv(iqm, index=False)
     config = {"preset": "<b>p</b>", "backend": "builtin", "tasks": ["t"], "bounds": [1], "algos": ["a"], "seeds": [0]}
-    page = report.render(config, str(tiers), str(tiers), str(tiers), [], str(tmp_path))
+    page = report.render(config, str(iqm), str(tiers), str(tiers), [], str(tmp_path))
     assert "<script>" not in page and "<img" not in page and "<b>p</b>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;img src=x onerror=alert(2)&gt;" in page
 

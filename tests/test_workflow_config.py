@@ -209,8 +209,10 @@ def test_report_embeds_tables_and_figures(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    pd.DataFrame({"algo": ["ppo_lag"], "phase": ["train"], "tier": [2]}).to_csv(tmp_path / "tiers.csv", index=False)
-    pd.DataFrame({"algo": ["ppo_lag"], "metric": ["V"], "iqm": [0.123456]}).to_csv(tmp_path / "iqm.csv", index=False)
+    pd.DataFrame({"algo": ["ppo_lag"], "phase": ["train"], "tier": [2], "p_tier0": [0.0], "p_tier1": [0.0],
+                  "p_tier2": [1.0], "p_tier3": [0.0], "p_tier4": [0.0]}).to_csv(tmp_path / "tiers.csv", index=False)
+    pd.DataFrame({"algo": ["ppo_lag"], "phase": ["train"], "metric": ["V"], "iqm": [0.123456], "ci_low": [0.1],
+                  "ci_high": [0.2]}).to_csv(tmp_path / "iqm.csv", index=False)
     pd.DataFrame({"task": ["goal"], "tier": [1]}).to_csv(tmp_path / "conditions.csv", index=False)
     fig, ax = plt.subplots()
     ax.plot([0, 1])
@@ -223,11 +225,12 @@ def test_report_embeds_tables_and_figures(tmp_path):
                         conditions=str(tmp_path / "conditions.csv"),
                         products=[str(tmp_path / "fig.png"), str(tmp_path / "t.md"), str(tmp_path / "fig.pdf")])
     text = out.read_text()
-    assert "<td>0.1235</td>" in text and "ppo_lag" in text
+    # Table 2 rendered (IQM and CI, the label), the figure embedded, other files linked for download
+    assert "<th>PPO-Lag</th><td><b>0.12</b><span class='ci'>[0.10, 0.20]</span></td>" in text
     assert "data:image/png;base64," in text
-    assert "| a | b |" in text
-    assert 'href="../fig.pdf"' in text
-    assert "preset <b>tiny</b>" in text and "1 tasks x 2 bounds x 2 algorithms x 2 seeds" in text
+    assert "<a href='../t.md'>" in text and "<a href='../fig.pdf'>" in text
+    assert "preset <b>tiny</b>, builtin backend: 1 task (Circle) x 2 bounds (15, 25) x 2 algorithms (PPO, PPO-Lag) x " \
+           "2 seeds = 8 runs" in text
 
 
 # ---- launcher --------------------------------------------------------------------------
