@@ -138,27 +138,28 @@ def gradient_steps(cfg) -> int:
     return cfg.num_updates * per_update
 
 
-def restore_device_put_replicated() -> None:
-    """CRAX 0.1.0's sac_lag trainer replicates its state over devices with
-    jax.device_put_replicated, which JAX 0.10 removed (accessing it raises); put back the
-    drop-in of JAX's pmap migration guide: the value stacked along a leading device axis,
-    sharded over the devices. On one device it is the value with an axis of 1, as before."""
+def device_put_replicated(value, devices):
+    """The drop-in for jax.device_put_replicated from JAX's pmap migration guide: every leaf
+    stacked along a leading axis of len(devices), sharded over the devices."""
     import jax
     import jax.numpy as jnp
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+    sharding = NamedSharding(Mesh(np.array(devices), ("replica",)), PartitionSpec("replica"))
+    return jax.tree_util.tree_map(
+        lambda leaf: jax.device_put(jnp.stack([jnp.asarray(leaf)] * len(devices)), sharding), value)
+
+
+def restore_device_put_replicated() -> None:
+    """CRAX 0.1.0's sac_lag trainer replicates its state over devices with
+    jax.device_put_replicated, which JAX 0.10 removed (reading it raises AttributeError): put
+    the drop-in back where it is missing."""
+    import jax
+
     try:
         jax.device_put_replicated  # noqa: B018 (present in the JAX CRAX was written for)
-        return
     except AttributeError:
-        pass
-
-    def device_put_replicated(value, devices):
-        sharding = NamedSharding(Mesh(np.array(devices), ("replica",)), PartitionSpec("replica"))
-        return jax.tree_util.tree_map(
-            lambda leaf: jax.device_put(jnp.stack([jnp.asarray(leaf)] * len(devices)), sharding), value)
-
-    jax.device_put_replicated = device_put_replicated
+        jax.device_put_replicated = device_put_replicated
 
 
 def crax_run(cfg, seed: int) -> tuple[dict, float, float]:
