@@ -15,6 +15,8 @@ steps/s; the built-in tasks are the fast path.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import types
 from typing import Any
 
 import jax
@@ -54,6 +56,22 @@ class CraxTask:
         return jnp.asarray(crax_state.obs, jnp.float32)
 
 
+def _old_clip(arr, a_min=None, a_max=None, *, min=None, max=None):  # noqa: A002 (jnp.clip's names)
+    return jnp.clip(arr, min=a_min if min is None else min, max=a_max if max is None else max)
+
+
+def patch_fluid_clip() -> None:
+    """crax-bench 0.1.0's fluid drag (crax/fluid.py: swimmer) calls `jnp.clip(x, a_min=...)`, a
+    keyword JAX 0.10 removed, so safe_velocity_swimmer's step raised TypeError. Its module gets a
+    `jp` whose clip also takes a_min / a_max (the same op: no other module or value changes)."""
+    from crax import fluid
+
+    if isinstance(fluid.jp, types.SimpleNamespace) or "a_min" in inspect.signature(jnp.clip).parameters:
+        return
+    fluid.jp = types.SimpleNamespace(**{**{k: getattr(jnp, k) for k in dir(jnp) if not k.startswith("__")},
+                                        "clip": _old_clip})
+
+
 def make_crax(task: str, level: int = 1, episode_length: int = 2000, **task_kwargs) -> Env:
     """Any CRAX safe task at any level it has (envs.crax_registry); `task` is a built-in alias
     (goal) or CRAX's name (safe_velocity_hopper). The sizes come from the environment itself."""
@@ -66,6 +84,7 @@ def make_crax(task: str, level: int = 1, episode_length: int = 2000, **task_kwar
         ) from err
     from envs import crax_registry
 
+    patch_fluid_clip()
     try:
         crax_name = crax_registry.check(task, level, crax_registry.scan())
     except ValueError as err:

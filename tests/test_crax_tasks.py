@@ -140,10 +140,10 @@ def test_the_config_check_refuses_unknown_crax_names_and_levels_with_the_choices
 def test_velocity_tiny_resolves_to_a_level_one_and_a_level_two_task():
     pytest.importorskip("crax")
     cfg = cv.resolve({"preset": "velocity-tiny"})
-    assert cfg["task_bounds"] == {"safe_velocity_hopper": [1.6], "safe_goal_point@l2": [0.8]}
+    assert cfg["task_bounds"] == {"safe_velocity_hopper": [6.4], "safe_goal_point@l2": [0.8]}
     specs = cfg["specs"]
     assert sorted(specs) == ["safe_goal_point@l2/d0.8/ppo_lag/seed0", "safe_goal_point@l2/d0.8/ppo_lag/seed1",
-                             "safe_velocity_hopper/d1.6/ppo_lag/seed0", "safe_velocity_hopper/d1.6/ppo_lag/seed1"]
+                             "safe_velocity_hopper/d6.4/ppo_lag/seed0", "safe_velocity_hopper/d6.4/ppo_lag/seed1"]
     config = specs["safe_goal_point@l2/d0.8/ppo_lag/seed0"]["config"]
     assert (config["task"], config["level"], config["backend"]) == ("safe_goal_point", 2, "crax")
 
@@ -225,3 +225,19 @@ def test_ppo_saute_builds_its_program_on_the_largest_velocity_task():
     assert state.normalizer.mean.shape == (245,)
     after, *_ = jax.eval_shape(programs.chunk, state, h, jnp.int32(1))
     assert after.normalizer.mean.shape == (245,) and after.transform_state.budget.shape == (2,)
+
+
+@needs_crax
+def test_swimmer_steps_under_this_jax():
+    """crax-bench 0.1.0's fluid drag (swimmer only) calls jnp.clip(x, a_min=...), a keyword JAX
+    0.10 removed; envs.crax_adapter.patch_fluid_clip gives that module a clip that takes it."""
+    pytest.importorskip("crax")
+    import jax
+    import jax.numpy as jnp
+
+    import envs
+
+    swimmer = envs.make("safe_velocity_swimmer", backend="crax", episode_length=16)
+    state = jax.eval_shape(swimmer.reset, jax.ShapeDtypeStruct((2,), jnp.uint32))
+    after = jax.eval_shape(swimmer.step, state, jax.ShapeDtypeStruct((swimmer.action_size,), jnp.float32))
+    assert after.obs.shape == (8,) and after.reward.shape == () and after.cost.shape == ()
