@@ -127,8 +127,12 @@ def _identity_problem(metadata, config: dict) -> str | None:
     another run's of the same size keeps its own mtime, size and row count, and is found here
     without hashing it. Statistics a writer left out prove nothing and are passed over."""
     names = metadata.schema.names
-    wanted = [(column, config[column], names.index(column)) for column in IDENTITY_COLUMNS
-              if column in config and column in names]
+    values = dict(config)
+    level = config.get("level", 1)
+    if "task" in config and isinstance(level, int) and level >= 1:
+        values["task"] = layout.task_id(config["task"], level)  # the rows name the task id (NAME@lL above level 1)
+    wanted = [(column, values[column], names.index(column)) for column in IDENTITY_COLUMNS
+              if column in values and column in names]
     for group in range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         for column, want, index in wanted:

@@ -241,3 +241,19 @@ def test_swimmer_steps_under_this_jax():
     state = jax.eval_shape(swimmer.reset, jax.ShapeDtypeStruct((2,), jnp.uint32))
     after = jax.eval_shape(swimmer.step, state, jax.ShapeDtypeStruct((swimmer.action_size,), jnp.float32))
     assert after.obs.shape == (8,) and after.reward.shape == () and after.cost.shape == ()
+
+
+def test_a_level_two_runs_folder_checks_and_tables_use_its_task_id(tmp_path):
+    """The episode rows of a level-2 run name its task id; run.json's config names the task and
+    the level. The folder's identity check and Table A.1 compare and list the task id."""
+    from fake_runs import complete_run
+    from runs import runfolder
+    from workflow.products.setup_tables import read_run_configs
+
+    config = {"task": "safe_goal_point", "level": 2, "bound": 0.8, "algo": "ppo_lag", "seed": 0}
+    run = complete_run(tmp_path / "l2", task="safe_goal_point@l2", bound=0.8, algo="ppo_lag", config=config)
+    assert runfolder.incomplete_reason(run, verify=True) is None
+    assert read_run_configs([run / "run.json"]).task.tolist() == ["safe_goal_point@l2"]
+    other = complete_run(tmp_path / "l1", task="safe_goal_point@l2", bound=0.8, algo="ppo_lag", config={**config, "level": 1})
+    assert runfolder.incomplete_reason(other) == ("episodes.parquet holds rows of another run "
+                                                  "(task 'safe_goal_point@l2', not 'safe_goal_point')")

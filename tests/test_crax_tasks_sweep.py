@@ -38,10 +38,10 @@ def test_velocity_tiny_trains_both_tasks_in_batched_packs_slot_independent(tmp_p
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = tmp_path / "results-velocity-tiny"
     conditions = pd.read_csv(results / "metrics" / "conditions.csv")
-    assert set(zip(conditions.task, conditions.bound)) == {("safe_velocity_hopper", 1.6), ("safe_goal_point@l2", 0.8)}
+    assert set(zip(conditions.task, conditions.bound)) == {("safe_velocity_hopper", 6.4), ("safe_goal_point@l2", 0.8)}
     report = (results / "report.html").read_text()
     assert "Velocity hopper" in report and "Goal L2" in report
-    for task, bound in (("safe_velocity_hopper", "1.6"), ("safe_goal_point@l2", "0.8")):
+    for task, bound in (("safe_velocity_hopper", "6.4"), ("safe_goal_point@l2", "0.8")):
         runs = results / "runs" / task / f"d{bound}" / "ppo_lag"
         episodes = pd.read_parquet(runs / "seed0" / "episodes.parquet")
         assert set(episodes.task) == {task}
@@ -60,6 +60,20 @@ def test_velocity_tiny_trains_both_tasks_in_batched_packs_slot_independent(tmp_p
         for seed in (0, 1):
             for a, b in zip(tables(runs / f"seed{seed}"), tables(tmp_path / "swapped" / task / f"seed{seed}")):
                 pd.testing.assert_frame_equal(a, b, check_exact=True)
+    # one run from the trainer's command line at level 2, alone in its pack's program size (the
+    # sweep's compiled program, from JAX's cache): bitwise the sweep's run
+    alone = tmp_path / "alone"
+    single = subprocess.run([sys.executable, "-m", "runs.train", "--task", "safe_goal_point", "--level", "2",
+                             "--backend", "crax", "--bound", "0.8", "--algo", "ppo_lag", "--seed", "1",
+                             "--out", str(alone), "--total-steps", "1024", "--num-envs", "4", "--episode-length", "64",
+                             "--eval-episodes", "4", "--set", "batch_size=8", "--set", "num_minibatches=2",
+                             "--set", "pack_mode=batched", "--pack-runs", "2"],
+                            cwd=REPO, env=ENV, capture_output=True, text=True, timeout=1200)
+    assert single.returncode == 0, single.stderr[-3000:]
+    assert json.loads((alone / "run.json").read_text())["config"]["level"] == 2
+    sweep_run = results / "runs" / "safe_goal_point@l2" / "d0.8" / "ppo_lag" / "seed1"
+    for a, b in zip(tables(sweep_run), tables(alone)):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
 def test_the_velocity_preset_plans_the_six_velocity_tasks_on_slurm(tmp_path):

@@ -10,6 +10,7 @@ import pandas as pd
 
 from metrics.schema import RUN_KEYS
 from metrics.thresholds import TIER_NAMES
+from runs.run_layout import task_id
 
 from .style import METRIC_LABELS, TIER_LABELS, algo_label, ordered_algos
 from .tablefmt import Table
@@ -63,7 +64,8 @@ def read_run_configs(paths) -> pd.DataFrame:
             with open(path, encoding="utf-8") as fh:
                 meta = json.load(fh)
             config = meta["config"]
-            rows.append({"path": str(path), "algo": config["algo"], "task": config["task"],
+            task = task_id(config["task"], config.get("level", 1))  # level 2+ runs apart (NAME@lL)
+            rows.append({"path": str(path), "algo": config["algo"], "task": task,
                          "preset": meta.get("preset"), "config": config})
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise ValueError(f"{path}: cannot read the run's recorded config (run.json field 'config' with "
