@@ -273,6 +273,8 @@ def main(argv=None) -> int:
             wall[algo] = time.perf_counter() - started
             print(f"[{algo}] done in {wall[algo]:.0f} s", file=sys.stderr, flush=True)
     if not args.skip_crax:
+        # CRAX's MJX goal trains far slower on a CPU: the rows so far, in case it is stopped
+        print(f"table before CRAX's sac_lag:\n{table(results, args.bound)}", file=sys.stderr, flush=True)
         started = time.perf_counter()
         train_s["crax_sac_lag"], steps["crax_sac_lag"] = 0.0, [0, 0]
         for seed in seeds:
