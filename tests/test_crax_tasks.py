@@ -248,12 +248,16 @@ def test_a_level_two_runs_folder_checks_and_tables_use_its_task_id(tmp_path):
     the level. The folder's identity check and Table A.1 compare and list the task id."""
     from fake_runs import complete_run
     from runs import runfolder
-    from workflow.products.setup_tables import read_run_configs
+    from workflow.products.setup_tables import read_run_configs, table_a1
 
     config = {"task": "safe_goal_point", "level": 2, "bound": 0.8, "algo": "ppo_lag", "seed": 0}
     run = complete_run(tmp_path / "l2", task="safe_goal_point@l2", bound=0.8, algo="ppo_lag", config=config)
     assert runfolder.incomplete_reason(run, verify=True) is None
     assert read_run_configs([run / "run.json"]).task.tolist() == ["safe_goal_point@l2"]
+    hopper = complete_run(tmp_path / "hopper", task="safe_velocity_hopper", bound=6.4, algo="ppo_lag",
+                          config={**config, "task": "safe_velocity_hopper", "level": 1, "bound": 6.4})
+    both = read_run_configs([run / "run.json", hopper / "run.json"])
+    assert table_a1(both).columns == [("", "PPO-Lag")]  # a level is no hyperparameter: one column for both levels
     other = complete_run(tmp_path / "l1", task="safe_goal_point@l2", bound=0.8, algo="ppo_lag", config={**config, "level": 1})
     assert runfolder.incomplete_reason(other) == ("episodes.parquet holds rows of another run "
                                                   "(task 'safe_goal_point@l2', not 'safe_goal_point')")

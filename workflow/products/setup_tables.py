@@ -52,7 +52,7 @@ def table1(thresholds: dict) -> Table:
 
 # Recorded fields that are not hyperparameters: they say which run it is (the run keys) or
 # how it was executed (checkpointing and chunking; the trainer's results do not depend on them).
-NOT_HYPERPARAMETERS = frozenset(RUN_KEYS) | {"chunk_updates", "checkpoint_every_s", "log_capacity"}
+NOT_HYPERPARAMETERS = frozenset(RUN_KEYS) | {"level", "chunk_updates", "checkpoint_every_s", "log_capacity"}  # level: part of the task id
 TASK_OPTIONS = "env_kwargs"  # task options: may differ between tasks, never between algorithms
 
 
