@@ -9,8 +9,9 @@ AutoResetWrapper instead replays each env's first layout), and the episode total
 every step (CRAX's EpisodeWrapper drops the first step of later episodes). Task options are
 passed to CRAX's constructor unchanged (e.g. reward_distance_scale for goal).
 
-Expect about 45-50 s of XLA compilation per jitted function on a 2-core CPU and a few thousand
-steps/s; the built-in tasks are the fast path.
+Expect from half a minute (walkers) to several (navigation) of XLA compilation per jitted step
+on a 2-core CPU and a few thousand steps/s (docs/cluster.md lists them); the built-in tasks are
+the fast path.
 """
 from __future__ import annotations
 
