@@ -154,6 +154,7 @@ def test_the_planner_caps_a_pack_by_the_members_states_that_fit_in_train_memory_
 
 @pytest.mark.slow
 @pytest.mark.crax
+@pytest.mark.heavy
 def test_sac_lag_trains_on_a_crax_task(tmp_path):
     """The off-policy core takes CRAX's tasks as the PPO core does (the env is the same `Env`)."""
     pytest.importorskip("crax", reason="the crax extra (PyPI crax-bench) is not installed: pip install -e '.[crax]'")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("crax", reason="the crax extra (PyPI crax-bench) is not installed: pip install -e '.[crax]'")
-pytestmark = [pytest.mark.slow, pytest.mark.crax]
+pytestmark = [pytest.mark.slow, pytest.mark.crax, pytest.mark.heavy]
 
 REPO = Path(__file__).resolve().parent.parent
 RATE = r"[\d,]+"

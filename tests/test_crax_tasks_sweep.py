@@ -40,6 +40,7 @@ def tables(folder: Path):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_velocity_tiny_trains_both_tasks_in_batched_packs_slot_independent(tmp_path):
     done = subprocess.run([*SNAKEMAKE, "--workflow-profile", str(REPO / "cluster_profiles" / "local"),
                            "--config", "preset=velocity-tiny"], cwd=tmp_path, env=ENV, capture_output=True, text=True,
