@@ -167,3 +167,17 @@ def test_sac_lag_trains_on_a_crax_task(tmp_path):
     episodes, trace = tables(tmp_path)
     assert set(episodes.phase) == {"train", "final_explore", "final_greedy"} and len(trace) == 1
     assert np.isfinite(trace[["value_loss", "cost_value_loss", "policy_loss", "sac_alpha"]].to_numpy()).all()
+
+
+@pytest.mark.slow
+def test_runs_memory_prints_each_configs_state_bytes_and_one_runs_in_mb():
+    """`python -m runs.memory --configs -` (the planner's subprocess) and its one-run form."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cfg = make_config("cpu", {"algo": "sac_lag", "task": "goal"})
+    out = subprocess.run([sys.executable, "-m", "runs.memory", "--configs", "-"], cwd=repo, check=True, text=True,
+                         input=json.dumps([cfg.to_dict()]), capture_output=True).stdout
+    (state,) = json.loads(out)  # the replay buffer plus networks, optimiser and envs (under a MB at cpu sizes)
+    assert offpolicy.replay_bytes(cfg, 62, 2) < state < offpolicy.replay_bytes(cfg, 62, 2) + 1_000_000
+    one = subprocess.run([sys.executable, "-m", "runs.memory", "--preset", "cpu", "--algo", "sac_lag", "--task", "goal"],
+                         cwd=repo, check=True, text=True, capture_output=True).stdout
+    assert one.strip().startswith("goal sac_lag (cpu): ") and one.strip().endswith("MB of training state per run")
