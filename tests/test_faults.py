@@ -9,6 +9,7 @@ Tests that train are marked slow (they share one small compiled program).
 """
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ import yaml
 from algos import programs
 from runs import checkpoint, runfolder
 from runs import run_layout
+from runs.curves import EVENTS_GLOB
 from algos.config import IDENTITY_FIELDS, config_from_dict, make_config
 from fake_runs import complete_run
 from metrics import cli as metrics_cli
@@ -524,9 +526,13 @@ def test_the_trainer_stops_with_one_line_when_no_checkpoint_is_usable(reference,
     assert proc.returncode == 1
     err = one_line_error(proc)
     assert f"{out / 'checkpoint'}: no usable checkpoint" in err and f"delete {out / 'checkpoint'}" in err
-    # nothing half-written; the progress of the interrupted attempt stays for workflow.status
-    assert files_in(out) == {run_layout.CHECKPOINT_DIR, run_layout.FAILURE_RECORD, run_layout.JOB_MARKER,
-                             run_layout.PROGRESS}
+    # nothing half-written; the progress of the interrupted attempt stays for workflow.status, and
+    # its live curve (runs.curves: replaced by the host log's iterates when the run next opens)
+    files = files_in(out)
+    curves = {name for name in files if fnmatch.fnmatch(name, EVENTS_GLOB)}
+    assert len(curves) == 1
+    assert files - curves == {run_layout.CHECKPOINT_DIR, run_layout.FAILURE_RECORD, run_layout.JOB_MARKER,
+                              run_layout.PROGRESS}
     assert "no usable checkpoint" in json.loads((out / run_layout.FAILURE_RECORD).read_text())["error"]
 
 

@@ -123,13 +123,18 @@ def test_report_shows_the_findings_section_first(tmp_path):
     iqm = pd.DataFrame([(a, p, m, v) for a in ("ppo_lag", "p3o", "focops") for p in ("train", "final_greedy")
                         for m, v in (("V", 0.2), ("Dnorm", -0.3), ("Dnorm_plus", 0.3))],
                        columns=["algo", "phase", "metric", "iqm"])
-    for name, df in (("iqm", iqm), ("tiers", TIERS), ("conditions", TIERS)):
+    # iqm.csv as metrics.aggregate writes it: each IQM with its CI
+    iqm_csv = iqm.assign(ci_low=iqm["iqm"] - 0.05, ci_high=iqm["iqm"] + 0.05)
+    for name, df in (("iqm", iqm_csv), ("tiers", TIERS), ("conditions", TIERS)):
         df.to_csv(tmp_path / f"{name}.csv", index=False)
     config = {"preset": "x", "backend": "builtin", "tasks": ["goal"], "bounds": [15], "algos": ["p3o"], "seeds": [0]}
     out = tmp_path / "report.html"
     report.write_report(str(out), config=config, products=[], findings=findings(TIERS, runs, iqm, PAPER_THRESHOLDS, reps=50),
                         **{k: str(tmp_path / f"{k}.csv") for k in ("iqm", "tiers", "conditions")})
     text = out.read_text()
-    assert text.index("<h2>Findings</h2>") < text.index("<h2>Safety tiers</h2>")
-    assert "<li>(1) Final greedy tier at least the training tier: holds for 2 of 3" in text
-    assert "is reversed for 3" in text and "noise-minus-greedy gap per task" in text
+    assert text.index("<h2 id='findings'>Findings</h2>") < text.index("<h2 id='table2'>")
+    # finding (1) holds for 2 of 3 algorithms (mixed), (2) is reversed for all, each algorithm named
+    assert "<span class='verdict mixed'>mixed</span> Deployment at least as safe as training" in text
+    assert "P3O 1 Minimal → 1 Minimal (P(final ≥ training) = 0.90)" in text
+    assert "<span class='verdict no'>fails</span> Exploration noise" in text and "on V: FOCOPS reversed" in text
+    assert "noise-minus-greedy gap per task" in text
