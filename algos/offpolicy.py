@@ -322,8 +322,7 @@ def build_programs(config: TrainConfig, env=None, batched: bool = False, shared:
     precise = with_matmul_precision(config.matmul_precision)
 
     def chunk(state, h, num_updates):
-        return run_chunk(learner, batched, state, h, num_updates,
-                              lambda st, log: training_step(learner, st, log, h))
+        return run_chunk(learner, batched, state, h, num_updates, lambda st, log: training_step(learner, st, log, h))
 
     return Programs(init=precise(lambda seed, h: init(learner, env.action_size, env.observation_size, seed, h)),
-                         chunk=precise(chunk), evaluate=precise(lambda *args: evaluate(learner, *args)))
+                    chunk=precise(chunk), evaluate=precise(lambda *args: evaluate(learner, *args)))
