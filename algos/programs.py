@@ -24,7 +24,10 @@ run every branch.
   some positions of a vectorised loop and not in others, so the last bits of an env's step
   depend on where it sits in the flat batch (measured: plain vmap(env.step) over 4 copies of 4
   circle envs gives other observations for copies 3 and 4). On a GPU every element of a kernel
-  runs the same instructions.
+  runs the same instructions. The thread setting is part of the program too: a trainer run with
+  `--threads 1` (as the sweep's jobs) compiles single-threaded matrix products, whose last bits
+  differ from the multi-threaded ones (measured on a hopper pack: every return differs), so a
+  run compares bitwise only with runs of the same `--threads 1` or not.
 
 Programs are memoised per process and, through the persistent compilation cache and the
 compiled-program cache beside it (algos.program_cache), across processes.
