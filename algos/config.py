@@ -125,7 +125,7 @@ class TrainConfig:
     # execution (not part of the result)
     chunk_updates: int = 8  # updates per jitted call; checkpoints fall between calls
     checkpoint_every_s: float = 300.0
-    log_capacity: int = 0  # logged iterates per chunk; 0 = enough for episodes of length T
+    log_capacity: int = 0  # logged iterates per chunk; 0 = as many as can complete (iterate_capacity)
     pack_mode: str = "auto"  # a pack's members one after another or batched (algos.programs); not identity
 
     if TYPE_CHECKING:  # for type checkers only: the algorithm scalars the decorator adds are floats
@@ -162,10 +162,15 @@ class TrainConfig:
 
     @property
     def iterate_capacity(self) -> int:
-        """Logged iterates one chunk can hold (one per T steps of every env, plus one)."""
+        """Logged iterates one chunk can hold: as many as can complete in it. A built-in task's
+        episodes always last T steps, so one per T steps of every env, plus one. A CRAX task's
+        episode can end at any step (a walker that falls), and at most one iterate completes
+        per step (recorders.jax_recorder.advance), so one per env step of the chunk, plus one:
+        at CRAX's sizes a member's log is then about its rollout's size. `log_capacity` > 0 overrides."""
         if self.log_capacity > 0:
             return self.log_capacity
-        return self.chunk_updates * self.rollout_steps // self.episode_length + 1
+        steps = self.chunk_updates * self.rollout_steps
+        return steps // self.episode_length + 1 if self.backend == "builtin" else steps + 1
 
     @property
     def uses_cost_critic(self) -> bool:
