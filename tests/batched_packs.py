@@ -1,6 +1,6 @@
 """Batched packs for tests/test_algos_pack.py, trained in a process of their own:
 
-    XLA_FLAGS=--xla_cpu_max_isa=AVX python tests/batched_packs.py OUT [crax]
+    XLA_FLAGS=--xla_cpu_max_isa=AVX python tests/batched_packs.py OUT [crax | sac | tasks]
 
 XLA:CPU contracts `a * b + c` into FMA instructions in some positions of a vectorised loop and
 not in others, so on a CPU with FMA a batched member's last bits depend on where its envs sit
@@ -12,6 +12,10 @@ its first checkpoint, then resumed).
 
 With `sac`: SAC-Lag circle runs (the off-policy core, its replay buffers in the state) in
 full/, perm/, alone/ and killed/, as for the PPO runs.
+
+With `tasks`: CRAX tasks beyond the paper's (the crax extra): PPO-Lag and SAC-Lag on
+safe_velocity_hopper (its episodes end when the walker falls) and PPO-Lag on safe_goal_point at
+level 2, each pack in full/ and again in perm/ (the other slots), under hopper-ppo_lag/ and so on.
 
 With `crax`: CRAX goal runs (the crax extra; the trainer's `paper` preset shrunk to 4 envs and
 T = 16, the shapes of tests/test_paper_path.py's sweep, so the two share compiled programs)
@@ -86,6 +90,27 @@ def crax_main(out):
     ])
 
 
+# (task, level, algo, its --set options); velocity-tiny's shapes (4 envs, T = 64, 1,024 steps)
+TASK_PACKS = {
+    "hopper-ppo_lag": ("safe_velocity_hopper", 1, "ppo_lag", ["batch_size=8", "num_minibatches=2"]),
+    "hopper-sac_lag": ("safe_velocity_hopper", 1, "sac_lag",
+                       ["replay_size=256", "replay_batch_size=32", "offpolicy_hidden=16,16"]),
+    "goal_l2-ppo_lag": ("safe_goal_point", 2, "ppo_lag", ["batch_size=8", "num_minibatches=2"]),
+}
+
+
+def tasks_main(out):
+    statuses = []
+    for name, (task, level, algo, sets) in TASK_PACKS.items():
+        kw = dict(task=task, level=level, algo=algo, backend="crax", total_steps=1024, num_envs=4, episode_length=64,
+                  eval_episodes=4)
+        for folder, runs in (("full", [(0.5, 0), (0.5, 1)]), ("perm", [(0.5, 1), (0.5, 0)])):
+            pack = [Member(make_config("cpu", dict(kw, bound=b, seed=s), [*sets, "pack_mode=batched"]),
+                           os.path.join(out, name, folder, f"seed{s}"), "cpu") for b, s in runs]
+            statuses.append(train.run_pack(pack, quiet=True, planned=2))
+    return max(statuses)
+
+
 def main(out):
     statuses = [
         train.run_pack(members(os.path.join(out, "full"), RUNS), quiet=True, planned=3),
@@ -99,4 +124,5 @@ def main(out):
 if __name__ == "__main__":
     if sys.argv[2:] == ["sac"]:
         os.environ["PACK_ALGO"] = "sac"  # members() and the killed child trainer's specs read it
-    sys.exit(crax_main(sys.argv[1]) if sys.argv[2:] == ["crax"] else main(sys.argv[1]))
+    mains = {("crax",): crax_main, ("tasks",): tasks_main}
+    sys.exit(mains.get(tuple(sys.argv[2:]), main)(sys.argv[1]))
