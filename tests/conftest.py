@@ -1,4 +1,5 @@
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,12 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".jax_cache"))
 
 REPO = Path(__file__).resolve().parent.parent
+
+# A suite started in the background of a non-interactive shell (`nohup ... &`) inherits SIGINT
+# ignored, and so would every trainer and controller it starts: the Ctrl-C tests would wait on
+# processes that cannot hear it. Python's own handler here means each child starts with the default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

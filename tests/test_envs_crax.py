@@ -29,8 +29,20 @@ OBS_TOL = 5e-4  # the accelerometer reads up to ~20 m/s^2 in the yaw chatter; fl
 
 @pytest.fixture(scope="module")
 def crax_goal():
+    """The env with its reset and step compiled ahead, outside JAX's persistent cache: writing
+    this step's executable to the cache aborted a long-lived pytest worker twice in CI
+    (SIGABRT inside XLA's executable.serialize(), in JAX's cache write; the module alone passes)."""
     env = envs.make("goal", backend="crax", episode_length=T, reward_distance_scale=1.0)
-    return env, jax.jit(env.reset), jax.jit(env.step)
+    key = jax.random.PRNGKey(0)
+    # JAX decides once per process whether it uses the cache; the write threshold it reads per compile
+    min_seconds = jax.config.jax_persistent_cache_min_compile_time_secs
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1e9)
+    try:
+        reset = jax.jit(env.reset).lower(key).compile()
+        step = jax.jit(env.step).lower(jax.eval_shape(env.reset, key), jnp.zeros((2,), jnp.float32)).compile()
+    finally:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", min_seconds)
+    return env, reset, step
 
 
 def open_loop_actions():
