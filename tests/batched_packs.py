@@ -13,9 +13,10 @@ its first checkpoint, then resumed).
 With `sac`: SAC-Lag circle runs (the off-policy core, its replay buffers in the state) in
 full/, perm/, alone/ and killed/, as for the PPO runs.
 
-With `tasks`: CRAX tasks beyond the paper's (the crax extra): PPO-Lag and SAC-Lag on
-safe_velocity_hopper (its episodes end when the walker falls) and PPO-Lag on safe_goal_point at
-level 2, each pack in full/ and again in perm/ (the other slots), under hopper-ppo_lag/ and so on.
+With `tasks`: CRAX tasks beyond the paper's (the crax extra): SAC-Lag on safe_velocity_hopper
+(its episodes end when the walker falls) and PPO-Lag on safe_goal_point at level 2, each pack
+in full/ and again in perm/ (the other slots), under hopper-sac_lag/ and goal_l2-ppo_lag/.
+(PPO-Lag's hopper packs are compared by tests/test_crax_tasks_sweep.py, marked heavy.)
 
 With `crax`: CRAX goal runs (the crax extra; the trainer's `paper` preset shrunk to 4 envs and
 T = 16, the shapes of tests/test_paper_path.py's sweep, so the two share compiled programs)
@@ -92,7 +93,6 @@ def crax_main(out):
 
 # (task, level, algo, its --set options); velocity-tiny's shapes (4 envs, T = 64, 1,024 steps)
 TASK_PACKS = {
-    "hopper-ppo_lag": ("safe_velocity_hopper", 1, "ppo_lag", ["batch_size=8", "num_minibatches=2"]),
     "hopper-sac_lag": ("safe_velocity_hopper", 1, "sac_lag",
                        ["replay_size=256", "replay_batch_size=32", "offpolicy_hidden=16,16"]),
     "goal_l2-ppo_lag": ("safe_goal_point", 2, "ppo_lag", ["batch_size=8", "num_minibatches=2"]),

@@ -1,5 +1,6 @@
 """CRAX tasks beyond the paper's in batched packs (tests/batched_packs.py `tasks`): a velocity
-task (hopper, whose episodes end when it falls) with both learners, and navigation at level 2.
+task (hopper, whose episodes end when it falls) with the off-policy learner, and navigation at
+level 2 with PPO-Lag (hopper with PPO-Lag: tests/test_crax_tasks_sweep.py, marked heavy).
 Each member retrained in the other slot of its pack is bitwise the same; a learner logs every
 iterate of a task whose episodes end early (algos.config.TrainConfig.iterate_capacity)."""
 import json
@@ -30,7 +31,7 @@ def tables(folder):
     return [f.drop(columns="wall_time") if "wall_time" in f else f for f in frames]
 
 
-@pytest.mark.parametrize("pack", ["hopper-ppo_lag", "hopper-sac_lag", "goal_l2-ppo_lag"])
+@pytest.mark.parametrize("pack", ["hopper-sac_lag", "goal_l2-ppo_lag"])
 def test_a_crax_task_member_is_bitwise_the_same_in_another_slot(packs, pack):
     for seed in (0, 1):
         full, perm = packs / pack / "full" / f"seed{seed}", packs / pack / "perm" / f"seed{seed}"
@@ -48,12 +49,12 @@ def test_a_level_two_run_carries_its_task_id(packs):
 
 
 def test_every_iterate_of_a_task_whose_episodes_end_early_is_logged(packs):
-    for pack in ("hopper-ppo_lag", "hopper-sac_lag"):
-        episodes, trace = tables(packs / pack / "full" / "seed0")
-        train = episodes[episodes.phase == "train"]
-        meta = json.loads((packs / pack / "full" / "seed0" / "run.json").read_text())
-        T, n_envs = meta["config"]["episode_length"], meta["config"]["num_envs"]
-        # the walker falls: episodes shorter than T, so more iterates than T-step episodes could give
-        assert (train.length < T).any() and len(trace) > meta["env_steps"] // (T * n_envs)
-        # one episode per env in every logged iterate, and the trace has a row for each
-        assert len(train) == n_envs * len(trace) and sorted(set(train.iteration)) == list(trace.iteration)
+    folder = packs / "hopper-sac_lag" / "full" / "seed0"
+    episodes, trace = tables(folder)
+    train = episodes[episodes.phase == "train"]
+    meta = json.loads((folder / "run.json").read_text())
+    T, n_envs = meta["config"]["episode_length"], meta["config"]["num_envs"]
+    # the walker falls: episodes shorter than T, so more iterates than T-step episodes could give
+    assert (train.length < T).any() and len(trace) > meta["env_steps"] // (T * n_envs)
+    # one episode per env in every logged iterate, and the trace has a row for each
+    assert len(train) == n_envs * len(trace) and sorted(set(train.iteration)) == list(trace.iteration)
